@@ -1,0 +1,1 @@
+"""The body: skeleton format, built-in human model, kinematics, dynamics, inverse kinematics."""

@@ -1,0 +1,84 @@
+"""The `motionstaff` command line: a table of subcommands, each in host/commands/<name>.py.
+
+    motionstaff convert walk.bvh walk.png --bits 8
+    motionstaff info walk.png --json
+
+Each subcommand module is imported only when chosen. Bad input (FormatError, ValueError,
+OSError) becomes one line on stderr and exit status 2, never a traceback.
+"""
+
+import argparse
+import importlib
+import sys
+
+from protocol.errors import FormatError
+
+# name -> module; the module has HELP, add_arguments(parser) and run(args) -> int
+COMMANDS = {
+    "demo": "host.commands.demo",
+    "convert": "host.commands.convert",
+    "info": "host.commands.info",
+    "diff": "host.commands.diff",
+    "show": "host.commands.show",
+}
+
+
+def _module(name):
+    return importlib.import_module(COMMANDS[name])
+
+
+def build_parser(only=None):
+    parser = argparse.ArgumentParser(
+        prog="motionstaff",
+        description="Write a body's motion down like music (the motion staff) and play it on robots.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        if only is not None and name != only:
+            # a cheap placeholder so that --help lists every command without importing it
+            sub.add_parser(name, add_help=False)
+            continue
+        mod = _module(name)
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+    return parser
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    if chosen not in COMMANDS:
+        chosen = None
+    try:
+        if chosen is None:
+            parser = argparse.ArgumentParser(prog="motionstaff",
+                                             description="Write a body's motion down like music "
+                                             "(the motion staff) and play it back on robots.")
+            sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+            for name in COMMANDS:
+                try:
+                    sub.add_parser(name, help=_module(name).HELP)
+                except ImportError as e:  # a command whose optional dependency is missing
+                    sub.add_parser(name, help="(unavailable: %s)" % e)
+            args = parser.parse_args(argv)
+            parser.print_help()
+            return 0 if not argv else 2
+        parser = build_parser(only=chosen)
+        args = parser.parse_args(argv)
+        return int(_module(chosen).run(args) or 0)
+    except KeyboardInterrupt:
+        print("motionstaff: interrupted", file=sys.stderr)
+        return 130
+    except (FormatError, ValueError, OSError, EOFError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else e.__class__.__name__
+        if isinstance(e, OSError) and getattr(e, "filename", None) and e.strerror:
+            msg = "%s: %s" % (e.filename, e.strerror)
+        print("motionstaff: %s" % msg, file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("motionstaff: out of memory (input too large?)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
