@@ -1,0 +1,262 @@
+"""The in-memory motion staff (numpy) and the numpy fast path of the staff codec.
+
+    from host.staff import Staff, Row, fit_ranges
+    values = np.array([[0.0, 10.0, 20.0]])                # (rows, frames), NaN = missing
+    st = Staff(values, [Row("knee", "deg", -10.0, 150.0, True)], fps=30.0, bits=8)
+    codes, missing = st.codes()                            # uint8 (1, 3), bool (1, 3)
+    st.quantised().values                                  # what a reader of the file gets back
+
+encode()/decode() give codes identical to protocol/staffcodec.py (same float operations in the
+same order; tests check it with hypothesis). unwrap_deg() is the vectorised twin of
+staffcodec.Unwrapper. fit_ranges() fits each row's [lo, hi] to its data; skeleton_ranges()
+takes them from a skeleton's dof limits.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from protocol import staffheader
+from protocol.errors import FormatError
+
+
+class Row(NamedTuple):
+    """One staff row: a degree of freedom's name, unit, range [lo, hi] and whether it wraps (angle)."""
+
+    name: str
+    unit: str = ""
+    lo: float = 0.0
+    hi: float = 1.0
+    wrap: bool = False
+
+    def to_dict(self):
+        return {"name": self.name, "unit": self.unit, "lo": float(self.lo), "hi": float(self.hi),
+                "wrap": bool(self.wrap)}
+
+
+def levels(bits):
+    """Largest code for a bit depth (255 or 65535)."""
+    if bits not in (8, 16):
+        raise ValueError("bits must be 8 or 16, not %r" % (bits,))
+    return (1 << bits) - 1
+
+
+def encode(values, lo, hi, bits):
+    """Codes (uint8/uint16) and missing mask of values (rows, frames) over per-row lo, hi (rows,).
+
+    code = floor((v - lo) / (hi - lo) * top + 0.5), clamped; the exact operations of
+    staffcodec.encode, so the codes are identical. Missing (NaN) values get code 0.
+    """
+    top = levels(bits)
+    v = np.asarray(values, dtype=np.float64)
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1, *([1] * (v.ndim - 1)))
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1, *([1] * (v.ndim - 1)))
+    span = hi - lo
+    missing = np.isnan(v)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        x = (v - lo) / span * top + 0.5
+        x = np.where(span > 0, x, 0.0)
+        x = np.where(missing, 0.0, x)
+        codes = np.floor(np.clip(x, 0.0, float(top)))
+    return codes.astype(np.uint8 if bits == 8 else np.uint16), missing
+
+
+def decode(codes, lo, hi, bits, missing=None):
+    """Values (float64) of codes (rows, frames): lo + code * (hi - lo) / top; NaN where missing."""
+    top = levels(bits)
+    c = np.asarray(codes)
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1, *([1] * (c.ndim - 1)))
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1, *([1] * (c.ndim - 1)))
+    # one lookup table per row: table[r, code] = lo + code * (hi - lo) / top (same operations)
+    if c.ndim == 2 and c.shape[1] > (top + 1) // 4:
+        table = lo + np.arange(top + 1, dtype=np.float64)[None, :] * (hi - lo) / top
+        v = np.take_along_axis(table, c.astype(np.intp), axis=1)
+    else:
+        v = lo + c.astype(np.float64) * (hi - lo) / top
+    if missing is not None:
+        v[np.asarray(missing, dtype=bool)] = np.nan
+    return v
+
+
+def max_error(lo, hi, bits):
+    """The exact bound on |decode(encode(v)) - v| for lo <= v <= hi: half a step."""
+    return (np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)) / (2.0 * levels(bits))
+
+
+def unwrap_deg(values, wrap=None):
+    """Unwrap angle rows (degrees) along time: each value + k*360 nearest the previous one.
+
+    The vectorised twin of staffcodec.Unwrapper: k = floor((v - prev + 180) / 360) per step,
+    accumulated, missing (NaN) values skipped. Rows with wrap False pass through.
+    """
+    v = np.array(values, dtype=np.float64, copy=True)
+    rows = range(v.shape[0]) if wrap is None else [i for i, w in enumerate(wrap) if w]
+    for r in rows:
+        ok = ~np.isnan(v[r])
+        x = v[r, ok]
+        if x.size < 2:
+            continue
+        k = np.floor((np.diff(x) + 180.0) / 360.0)
+        if not k.any():
+            continue
+        x[1:] -= 360.0 * np.cumsum(k)
+        v[r, ok] = x
+    return v
+
+
+def fit_ranges(values, bits, min_span=None):
+    """Per-row (lo, hi) fitted to the data: its min/max widened by a tiny margin.
+
+    The margin (1e-9 of the span) keeps the data strictly inside so the half-step bound holds
+    after the range goes through JSON; constant or empty rows get a span of max(1e-6, |v|*1e-9)
+    (min_span: optional (rows,) array of smallest spans, e.g. the source's printed resolution).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        lo = np.where(np.isnan(v).all(axis=1), 0.0, np.nanmin(np.where(np.isnan(v), np.inf, v), axis=1))
+        hi = np.where(np.isnan(v).all(axis=1), 0.0, np.nanmax(np.where(np.isnan(v), -np.inf, v), axis=1))
+    span = hi - lo
+    floor_span = np.maximum(1e-6, np.abs(lo) * 1e-9)
+    if min_span is not None:
+        floor_span = np.maximum(floor_span, np.asarray(min_span, dtype=np.float64))
+    grow = np.maximum(floor_span - span, 0.0)
+    mid_lo = lo - grow / 2.0
+    mid_hi = hi + grow / 2.0
+    margin = (mid_hi - mid_lo) * 1e-9
+    return mid_lo - margin, mid_hi + margin
+
+
+def skeleton_ranges(skeleton, names):
+    """Per-row (lo, hi) from a skeleton's dof limits for the rows named `names`."""
+    lo = np.empty(len(names))
+    hi = np.empty(len(names))
+    for i, n in enumerate(names):
+        try:
+            d = skeleton.dofs[skeleton.dof_index(n)]
+        except (KeyError, ValueError, IndexError):
+            raise FormatError("row %r: the skeleton has no dof of that name" % n)
+        lo[i], hi[i] = float(d.lo), float(d.hi)
+        if not hi[i] > lo[i]:
+            raise FormatError("dof %r: range [%g, %g] is empty" % (n, lo[i], hi[i]))
+    return lo, hi
+
+
+def _skeleton_dict(skeleton):
+    if skeleton is None or isinstance(skeleton, dict):
+        return skeleton
+    return skeleton.to_dict()
+
+
+class Staff:
+    """A motion staff in memory: values (rows, frames) float64 with NaN = missing, and its rows."""
+
+    def __init__(self, values, rows, fps=30.0, bits=8, skeleton=None, meta=None):
+        v = np.array(values, dtype=np.float64)
+        if v.ndim == 1:
+            v = v[None, :]
+        if v.ndim != 2:
+            raise ValueError("staff values must be (rows, frames), not shape %r" % (v.shape,))
+        rows = [r if isinstance(r, Row) else Row(**r) for r in rows]
+        if len(rows) != v.shape[0]:
+            raise ValueError("staff has %d rows of values but %d row descriptions" % (v.shape[0], len(rows)))
+        if bits not in (8, 16):
+            raise ValueError("bits must be 8 or 16, not %r" % (bits,))
+        if not (fps > 0 and np.isfinite(fps)):
+            raise ValueError("fps must be > 0, not %r" % (fps,))
+        self.values = v
+        self.rows = rows
+        self.fps = float(fps)
+        self.bits = int(bits)
+        self.skeleton = skeleton
+        self.meta = dict(meta or {})
+
+    # --- shape -----------------------------------------------------------------------------
+    @property
+    def frames(self):
+        return self.values.shape[1]
+
+    @property
+    def nrows(self):
+        return self.values.shape[0]
+
+    @property
+    def duration_s(self):
+        return self.frames / self.fps
+
+    @property
+    def names(self):
+        return [r.name for r in self.rows]
+
+    @property
+    def lo(self):
+        return np.array([r.lo for r in self.rows], dtype=np.float64)
+
+    @property
+    def hi(self):
+        return np.array([r.hi for r in self.rows], dtype=np.float64)
+
+    def row_index(self, name):
+        for i, r in enumerate(self.rows):
+            if r.name == name:
+                return i
+        raise KeyError("no row named %r" % (name,))
+
+    def max_error(self):
+        """(rows,) exact bound on the quantisation error of each row."""
+        return max_error(self.lo, self.hi, self.bits)
+
+    # --- codes -----------------------------------------------------------------------------
+    def codes(self):
+        """(codes uint8|uint16 (rows, frames), missing bool (rows, frames))."""
+        return encode(self.values, self.lo, self.hi, self.bits)
+
+    @classmethod
+    def from_codes(cls, codes, mask, rows, fps=30.0, bits=8, skeleton=None, meta=None):
+        rows = [r if isinstance(r, Row) else Row(**r) for r in rows]
+        lo = np.array([r.lo for r in rows])
+        hi = np.array([r.hi for r in rows])
+        return cls(decode(codes, lo, hi, bits, mask), rows, fps, bits, skeleton, meta)
+
+    def quantised(self):
+        """The staff as a reader of its file sees it: values replaced by decode(encode(values))."""
+        c, m = self.codes()
+        return Staff.from_codes(c, m, self.rows, self.fps, self.bits, self.skeleton, self.meta)
+
+    def header(self):
+        """The staff header dict (protocol/staffheader.py) describing this staff."""
+        return staffheader.make(rows=[r.to_dict() for r in self.rows], fps=self.fps, bits=self.bits,
+                                frames=self.frames, skeleton=_skeleton_dict(self.skeleton),
+                                source=str(self.meta.get("source", "")),
+                                captured=str(self.meta.get("captured", "")))
+
+    # --- derived staffs ----------------------------------------------------------------------
+    def copy(self):
+        return Staff(self.values.copy(), list(self.rows), self.fps, self.bits, self.skeleton,
+                     dict(self.meta))
+
+    def with_bits(self, bits):
+        """A copy stored at another bit depth (8 or 16); the values are unchanged."""
+        levels(bits)
+        st = self.copy()
+        st.bits = int(bits)
+        return st
+
+    def refit(self, ranges="fit", min_span=None):
+        """A copy with ranges fitted to the data ("fit") or from the skeleton ("skeleton")."""
+        if ranges == "fit":
+            lo, hi = fit_ranges(self.values, self.bits, min_span)
+        elif ranges == "skeleton":
+            if self.skeleton is None:
+                raise FormatError("--ranges skeleton: this staff has no skeleton")
+            sk = self.skeleton
+            if isinstance(sk, dict):
+                from device.body.skeleton import Skeleton
+                sk = Skeleton.from_dict(sk)
+            lo, hi = skeleton_ranges(sk, self.names)
+        else:
+            raise ValueError("ranges must be 'fit' or 'skeleton', not %r" % (ranges,))
+        rows = [r._replace(lo=float(a), hi=float(b)) for r, a, b in zip(self.rows, lo, hi)]
+        return Staff(self.values.copy(), rows, self.fps, self.bits, self.skeleton, dict(self.meta))
+
+    def __repr__(self):
+        return "Staff(%d rows x %d frames, %g fps, %d bits)" % (self.nrows, self.frames, self.fps, self.bits)
