@@ -56,8 +56,13 @@ def _inertia(mass, length, radii_pct, longitudinal="z"):
     return np.diag([lon, sag, tra])
 
 
-def human_model(mass_kg=75.0, height_m=1.75):
-    """The 48-dof human body (see the module docstring)."""
+def human_model(mass_kg=75.0, height_m=1.75, floating=False):
+    """The 48-dof human body (see the module docstring).
+
+    floating=True adds six root dofs first (root_tx, root_ty, root_tz in metres, then
+    root_yaw, root_pitch, root_roll in degrees about Z, Y, X), so the pelvis can move in the
+    world: 54 rows, the 48 joint rows after them.
+    """
     s = height_m / REFERENCE_STATURE_M
     links, dofs, feats = [], [], []
     index = {}
@@ -129,6 +134,14 @@ def human_model(mass_kg=75.0, height_m=1.75):
              _inertia(m, 0.05 * s, r, longitudinal="x"))
 
     # -- degrees of freedom, in row order ------------------------------------------------------
+    if floating:
+        links[0].offset = np.zeros(3)
+        dof("root_tx", "pelvis", X, -10.0, 10.0, kind="translation", unit="m")
+        dof("root_ty", "pelvis", Y, -10.0, 10.0, kind="translation", unit="m")
+        dof("root_tz", "pelvis", Z, 0.0, 3.0, kind="translation", unit="m")
+        dof("root_yaw", "pelvis", Z, -180, 180, mirror="root_yaw", msign=-1)
+        dof("root_pitch", "pelvis", Y, -90, 90)
+        dof("root_roll", "pelvis", X, -180, 180, mirror="root_roll", msign=-1)
     dof("lumbar_flex", "abdomen", Y, -30, 60)
     dof("lumbar_lat", "abdomen", _neg(X), -25, 25, mirror="lumbar_lat", msign=-1)
     dof("lumbar_rot", "abdomen", Z, -30, 30, mirror="lumbar_rot", msign=-1)
@@ -198,6 +211,8 @@ def human_model(mass_kg=75.0, height_m=1.75):
             out = np.array([0.0, -0.05 * s, 0.0])
         feats.append(Feature(ln.name + "_m1", index[ln.name], "marker", out * 0.8))
         feats.append(Feature(ln.name + "_m2", index[ln.name], "marker", ln.com + out))
-    return Skeleton(links, dofs, feats, name="human48", gravity=(0.0, 0.0, -9.81),
+    if floating:
+        dofs[2].home = hip_z
+    return Skeleton(links, dofs, feats, name="human54-floating" if floating else "human48", gravity=(0.0, 0.0, -9.81),
                     meta={"source": "de Leva 1996 (males), motionstaff human48",
                           "mass_kg": mass_kg, "height_m": height_m})

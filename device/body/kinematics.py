@@ -21,13 +21,19 @@ import numpy as np
 class Pose:
     """World positions (metres) and rotations of every link and feature point."""
 
-    __slots__ = ("link_pos_m", "link_rot", "feature_pos_m", "feature_rot")
+    __slots__ = ("link_pos_m", "link_rot", "feature_pos_m", "feature_rot", "dof_axis",
+                 "dof_origin_m")
 
-    def __init__(self, link_pos_m, link_rot, feature_pos_m, feature_rot):
-        self.link_pos_m = link_pos_m
-        self.link_rot = link_rot
-        self.feature_pos_m = feature_pos_m
-        self.feature_rot = feature_rot
+    def __init__(self, link_pos_m, link_rot, feature_pos_m, feature_rot, dof_axis, dof_origin_m):
+        self.link_pos_m = link_pos_m        # (F, L, 3)
+        self.link_rot = link_rot            # (F, L, 3, 3)
+        self.feature_pos_m = feature_pos_m  # (F, K, 3)
+        self.feature_rot = feature_rot      # (F, K, 3, 3)
+        # world axis and a point on it for every dof, as the dof is applied: the Jacobian of a
+        # point p on a descendant link is axis x (p - origin) per radian for a rotation and
+        # axis per metre for a translation (times the dof's unit scale)
+        self.dof_axis = dof_axis            # (F, ndof, 3)
+        self.dof_origin_m = dof_origin_m    # (F, ndof, 3)
 
 
 def rotation_matrices(axis, angle_rad):
@@ -79,6 +85,8 @@ def forward_kinematics(skeleton, q, root_pos_m=None, root_rot=None):
     L = skeleton.nlinks
     pos = np.empty((F, L, 3))
     rot = np.empty((F, L, 3, 3))
+    dax = np.empty((F, skeleton.ndof, 3))
+    dorg = np.empty((F, skeleton.ndof, 3))
     for i, ln in enumerate(skeleton.links):
         if ln.parent < 0:
             # the root: offset (and root_pos_m) in the world frame, rotation root_rot
@@ -93,6 +101,8 @@ def forward_kinematics(skeleton, q, root_pos_m=None, root_rot=None):
             p = pos[:, ln.parent] + Rp @ ln.offset
         for j in ln.dofs:
             d = skeleton.dofs[j]
+            dax[:, j] = R @ d.axis
+            dorg[:, j] = p
             if d.kind == "rotation":
                 R = _axis_rotation(d.axis, qs[:, j], R)
             else:
@@ -108,8 +118,8 @@ def forward_kinematics(skeleton, q, root_pos_m=None, root_rot=None):
         fpos[:, k] = pos[:, f.link] + R @ f.position
         frot[:, k] = R @ f.rotation()
     if single:
-        return Pose(pos[0], rot[0], fpos[0], frot[0])
-    return Pose(pos, rot, fpos, frot)
+        return Pose(pos[0], rot[0], fpos[0], frot[0], dax[0], dorg[0])
+    return Pose(pos, rot, fpos, frot, dax, dorg)
 
 
 def feature_positions(skeleton, q, names=None):
