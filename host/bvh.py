@@ -265,7 +265,7 @@ def bvh_to_staff(text, where="bvh", ranges="fit", bits=8, units=None, skeleton=N
     rows = [Row(n, u, 0.0, 1.0, w) for n, u, w in zip(names, rows_unit, wrap)]
     fps = 1.0 / frame_time
     # fps as printed (e.g. .0083333) is 120.0005; keep it exact when a round rate is meant
-    if abs(fps - round(fps)) < 1e-3 * fps * 1e-2:
+    if abs(fps - round(fps)) < 1e-5 * fps:
         fps = float(round(fps))
     st = Staff(v, rows, fps=fps, bits=bits, skeleton=sk,
                meta={"source": os.path.basename(where), "bvh_frame_time_s": frame_time})
@@ -276,9 +276,8 @@ def bvh_to_staff(text, where="bvh", ranges="fit", bits=8, units=None, skeleton=N
 # export
 
 def _fmt(x):
-    s = "%.6f" % x
-    s = s.rstrip("0").rstrip(".") if "." in s else s
-    return "0" if s in ("-0", "") else s
+    s = "%.10g" % x
+    return "0" if s == "-0" else s
 
 
 def staff_to_bvh(staff, units=None):

@@ -130,13 +130,8 @@ def build_skeleton(joints, units, values=None, name="bvh"):
                       "mass": 0.0, "com": [0.0, 0.0, 0.0], "inertia": [0.0] * 6})
     d = {"format": "motionstaff-skeleton", "version": 1, "name": name, "gravity": [0.0, -9.81, 0.0],
          "links": links, "dofs": dofs, "features": [], "meta": {"bvh_units": units}}
-    return Skeleton.from_dict(_parents_first(d), where=name)
-
-
-def _parents_first(d):
-    # End Site links were appended last; Skeleton wants every parent listed before its child,
-    # which holds already (joints are in file order, ends after all joints)
-    return d
+    # End Site links come after every joint, so each parent is listed before its children
+    return Skeleton.from_dict(d, where=name)
 
 
 def _as_skeleton(sk):
@@ -189,6 +184,4 @@ def skeleton_hierarchy(skeleton, row_names, units=None):
             columns.append(rows[d.name])
             unit_f = (d.scale * 180.0 / np.pi) if d.kind == "rotation" else d.scale * per_m
             factors.append(float(np.sign(d.axis[ax])) * unit_f)
-        if not kids.get(i) and not j.end_sites and not ln.dofs:
-            pass
     return joints, columns, factors, units

@@ -1,0 +1,67 @@
+"""What every servo driver offers the player (a plain base class, MicroPython-friendly).
+
+    class MyDriver(Driver):
+        NAME = "mine"; UNITS = "us"
+        def send_positions(self, cmds): self.write(b"...")
+
+cmds is a list of (channel or servo id, position in controller units, int). A driver writes
+each frame in as few transactions as its protocol allows, counts bytes and errors in stats,
+and offers the failsafe actions its controller has (torque_off, set_watchdog).
+"""
+
+
+class Driver:
+    NAME = "base"
+    UNITS = "units"
+    HAS_WATCHDOG = False
+    BAUD = 115200
+
+    def __init__(self, port):
+        self.port = port
+        self.stats = {"frames": 0, "commands": 0, "bytes": 0, "errors": 0, "timeouts": 0}
+
+    def write(self, data):
+        try:
+            n = self.port.write(data)
+        except OSError:
+            self.stats["errors"] += 1
+            raise
+        self.stats["bytes"] += len(data)
+        return n
+
+    def read_exact(self, n):
+        """n bytes from the port, or what arrived before its timeout (counted)."""
+        buf = b""
+        while len(buf) < n:
+            got = self.port.read(n - len(buf))
+            if not got:
+                self.stats["timeouts"] += 1
+                break
+            buf += got
+        return buf
+
+    def start(self, servos):
+        """Prepare the controller (torque on, speeds...). servos: list of (id, robot servo)."""
+
+    def send_positions(self, cmds):
+        raise NotImplementedError
+
+    def torque_off(self, ids):
+        """Make the servos limp where the controller can; return True if it did."""
+        return False
+
+    def set_watchdog(self, timeout_s):
+        """Arm the controller's own communication watchdog; True if it has one."""
+        return False
+
+    def frame_bytes(self, n):
+        """Bytes one frame of n servos costs on the wire (for the benchmarks)."""
+        return len(self.encode_positions([(i, 1500) for i in range(n)]))
+
+    def encode_positions(self, cmds):
+        raise NotImplementedError
+
+    def close(self):
+        close = getattr(self.port, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,170 @@
+"""Feetech SCS/STS/SMS bus servos (and Dynamixel Protocol 1.0, the same framing).
+
+    from device.servo import feetech as ft
+    ft.write(1, ft.GOAL_POSITION, ft.word(2048, "sts")).hex(" ")   # ff ff 01 05 03 2a 00 08 c4
+    ft.sync_write(ft.GOAL_POSITION, 2, {1: ft.word(1000), 2: ft.word(2000)})
+    bus = ft.Feetech(port, series="sts"); bus.send_positions([(1, 2048), (2, 1024)])
+
+FF FF ID LEN INST P.. CHK, CHK = ~(ID + LEN + INST + sum P) & 0xFF. Words are little-endian on
+STS/SMS and big-endian on SCS; signed registers use sign-magnitude (bit 15 for positions and
+speeds). No watchdog on the servo: torque_off broadcasts Torque Enable (40) = 0.
+"""
+
+import struct
+
+from device.servo.base import Driver
+
+BROADCAST = 0xFE
+PING = 0x01
+READ = 0x02
+WRITE = 0x03
+REG_WRITE = 0x04
+ACTION = 0x05
+SYNC_READ = 0x82
+SYNC_WRITE = 0x83
+TORQUE_ENABLE = 40
+ACCELERATION = 41
+GOAL_POSITION = 42
+GOAL_SPEED = 46
+LOCK = 55
+PRESENT_POSITION = 56
+
+
+def checksum(body):
+    return (~sum(body)) & 0xFF
+
+
+def packet(sid, inst, params=b""):
+    body = bytes((sid & 0xFF, len(params) + 2, inst)) + bytes(params)
+    return b"\xff\xff" + body + bytes((checksum(body),))
+
+
+def sign_magnitude(value, sign_bit=15):
+    """Encode a signed int with the sign in sign_bit (not two's complement)."""
+    v = int(value)
+    m = (1 << sign_bit) - 1
+    return (min(-v, m) | (1 << sign_bit)) if v < 0 else min(v, m)
+
+
+def from_sign_magnitude(raw, sign_bit=15):
+    m = raw & ((1 << sign_bit) - 1)
+    return -m if raw & (1 << sign_bit) else m
+
+
+def word(value, series="sts", signed=True):
+    """Two bytes of a 16-bit register in the series' byte order (sign-magnitude if signed)."""
+    v = sign_magnitude(value) if signed else int(value) & 0xFFFF
+    return struct.pack(">H" if series == "scs" else "<H", v)
+
+
+def unword(b, series="sts", signed=True):
+    v = struct.unpack(">H" if series == "scs" else "<H", b)[0]
+    return from_sign_magnitude(v) if signed else v
+
+
+def ping(sid):
+    return packet(sid, PING)
+
+
+def read(sid, address, size):
+    return packet(sid, READ, bytes((address, size)))
+
+
+def write(sid, address, data):
+    return packet(sid, WRITE, bytes((address,)) + bytes(data))
+
+
+def reg_write(sid, address, data):
+    return packet(sid, REG_WRITE, bytes((address,)) + bytes(data))
+
+
+def action(sid=BROADCAST):
+    return packet(sid, ACTION)
+
+
+def sync_write(address, size, targets):
+    """targets: dict or list of (id, data bytes of length size)."""
+    items = targets.items() if hasattr(targets, "items") else targets
+    p = bytes((address, size))
+    for sid, data in items:
+        data = bytes(data)
+        if len(data) != size:
+            raise ValueError("sync_write: id %d data is %d bytes, not %d" % (sid, len(data), size))
+        p += bytes((int(sid),)) + data
+    return packet(BROADCAST, SYNC_WRITE, p)
+
+
+def sync_read(address, size, ids):
+    return packet(BROADCAST, SYNC_READ, bytes((address, size)) + bytes(ids))
+
+
+def pos_ex(position, speed, acc, series="sts"):
+    """STS block at 41: acc, position, time 0, speed (7 bytes)."""
+    return bytes((acc & 0xFF,)) + word(position, series) + word(0, series, False) + word(speed, series)
+
+
+def scs_pos(position, time_ms, speed):
+    """SCS block at 42: position, time, speed, big-endian (6 bytes)."""
+    return word(position, "scs", False) + word(time_ms, "scs", False) + word(speed, "scs", False)
+
+
+def status(sid, error=0, params=b""):
+    return packet(sid, error, params)
+
+
+def parse_status(data):
+    """(id, error, params, used) of the first status packet in data, or None."""
+    i = data.find(b"\xff\xff")
+    if i < 0 or len(data) < i + 6:
+        return None
+    n = data[i + 3]
+    end = i + 4 + n
+    if n < 2 or len(data) < end:
+        return None
+    if checksum(data[i + 2:end - 1]) != data[end - 1]:
+        return None
+    return data[i + 2], data[i + 4], bytes(data[i + 5:end - 1]), end
+
+
+class Feetech(Driver):
+    NAME = "feetech"
+    UNITS = "units"
+    BAUD = 1000000
+
+    def __init__(self, port, series="sts", echo=False):
+        Driver.__init__(self, port)
+        self.series = series
+        self.echo = echo
+        self.ids = []
+
+    def write(self, data):
+        Driver.write(self, data)
+        if self.echo and self.read_exact(len(data)) != data:
+            self.stats["errors"] += 1
+
+    def start(self, servos):
+        self.ids = [i for i, _ in servos]
+        self.write(sync_write(TORQUE_ENABLE, 1, [(i, b"\x01") for i in self.ids]))
+
+    def encode_positions(self, cmds):
+        return sync_write(GOAL_POSITION, 2, [(i, word(v, self.series, self.series != "scs"))
+                                             for i, v in cmds])
+
+    def send_positions(self, cmds):
+        self.write(self.encode_positions(cmds))
+        self.stats["frames"] += 1
+        self.stats["commands"] += len(cmds)
+
+    def torque_off(self, ids):
+        self.write(write(BROADCAST, TORQUE_ENABLE, b"\x00"))
+        return True
+
+    def read_position(self, sid):
+        if hasattr(self.port, "reset_input_buffer"):
+            self.port.reset_input_buffer()
+        self.write(read(sid, PRESENT_POSITION, 2))
+        r = parse_status(self.read_exact(8))
+        if r is None or r[0] != sid or len(r[2]) != 2:
+            self.stats["errors"] += 1
+            return None
+        return unword(r[2], self.series, self.series != "scs")
