@@ -1,0 +1,52 @@
+"""The controller table: name -> (module, class), imported lazily; open_driver by name + port.
+
+    from device.servo.drivers import open_driver, CONTROLLERS
+    drv = open_driver("dynamixel", "/dev/ttyUSB0", baud=1000000)
+    drv = open_driver("pca9685", "sim-i2c://")          # I2C URL for the PCA9685
+    drv = open_driver("feetech-scs", "loop://")
+
+Serial ports are opened with serial.serial_for_url, so real ports, pty paths, loop:// and
+spy:// all work. An unknown controller name raises ValueError listing the known ones.
+"""
+
+import importlib
+
+CONTROLLERS = {
+    "maestro": ("device.servo.maestro", "Maestro", {}),
+    "ssc32": ("device.servo.ssc32", "SSC32", {}),
+    "pca9685": ("device.servo.pca9685", "PCA9685", {}),
+    "lx16a": ("device.servo.lx16a", "LX16A", {}),
+    "dynamixel": ("device.servo.dynamixel", "Dynamixel", {}),
+    "feetech": ("device.servo.feetech", "Feetech", {"series": "sts"}),
+    "feetech-scs": ("device.servo.feetech", "Feetech", {"series": "scs"}),
+    "native": ("device.servo.native", "Native", {}),
+}
+
+
+def driver_class(name):
+    if name not in CONTROLLERS:
+        raise ValueError("unknown controller %r (known: %s)" % (name, ", ".join(sorted(CONTROLLERS))))
+    mod, cls, _ = CONTROLLERS[name]
+    return getattr(importlib.import_module(mod), cls)
+
+
+def open_port(url, baud, timeout_s=0.1):
+    import serial
+    try:
+        return serial.serial_for_url(url, baudrate=baud, timeout=timeout_s, write_timeout=1.0)
+    except serial.SerialException as e:
+        raise OSError("%s: %s" % (url, e))
+
+
+def open_driver(name, port, baud=None, timeout_s=0.1, **opts):
+    """A driver on a port URL (or an already open port / I2C bus object)."""
+    cls = driver_class(name)
+    kw = dict(CONTROLLERS[name][2])
+    kw.update(opts)
+    if name == "pca9685":
+        from device.servo.i2c import open_i2c
+        bus = open_i2c(port) if isinstance(port, str) else port
+        return cls(bus, **kw)
+    if isinstance(port, str):
+        port = open_port(port, baud or cls.BAUD, timeout_s)
+    return cls(port, **kw)

@@ -1,0 +1,102 @@
+"""Fill: interpolate missing values and gaps, before any filter (as mocap tools do).
+
+    from host.edit.fill import fill
+    full = fill(staff)                               # cubic spline through the good pixels
+    full = fill(staff, method="linear")
+    full = fill(staff, method="pchip")               # monotone cubic, never overshoots
+    full = fill(staff, method="skeleton")            # from the neighbouring joints (see below)
+    part = fill(staff, max_gap_s=0.5)                # longer gaps stay missing
+
+Gaps at the start or end hold the nearest good value. "skeleton": each row with gaps is
+regressed (least squares) on the rows of the dofs of its own link, its parent link and its
+child links over the frames where it is known; the prediction fills the gap, corrected by the
+residual interpolated linearly across it so the fill meets the known values at both ends.
+Rows without a skeleton (or without neighbours) fall back to cubic.
+"""
+
+import numpy as np
+from scipy import interpolate
+
+from host.edit._base import as_skeleton, derive
+from protocol.errors import FormatError
+
+METHODS = ("linear", "cubic", "pchip", "skeleton")
+
+
+def _gap_runs(miss_row):
+    """(start, stop) of each run of True in a 1-D bool array."""
+    d = np.diff(np.concatenate(([0], miss_row.astype(np.int8), [0])))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def _fill_row(y, method):
+    ok = ~np.isnan(y)
+    n_ok = int(ok.sum())
+    if n_ok == 0 or n_ok == y.size:
+        return y.copy()
+    x = np.arange(y.size, dtype=np.float64)
+    out = y.copy()
+    xs, ys = x[ok], y[ok]
+    inside = (x > xs[0]) & (x < xs[-1]) & ~ok
+    if method == "linear" or n_ok < 4:
+        out[inside] = np.interp(x[inside], xs, ys)
+    elif method == "pchip":
+        out[inside] = interpolate.PchipInterpolator(xs, ys)(x[inside])
+    else:
+        out[inside] = interpolate.CubicSpline(xs, ys, bc_type="not-a-knot")(x[inside])
+    out[x < xs[0]] = ys[0]
+    out[x > xs[-1]] = ys[-1]
+    return out
+
+
+def _neighbour_rows(staff, sk):
+    """For each row, the indices of other rows whose dofs sit on the same, parent or child links."""
+    names = staff.names
+    link_of = {}
+    for i, n in enumerate(names):
+        try:
+            link_of[i] = sk.dofs[sk.dof_index(n)].link
+        except KeyError:
+            pass
+    out = {}
+    for i, li in link_of.items():
+        near = {li}
+        if sk.links[li].parent >= 0:
+            near.add(sk.links[li].parent)
+        near.update(sk.children(li))
+        out[i] = [j for j, lj in link_of.items() if j != i and lj in near]
+    return out
+
+
+def fill(staff, method="cubic", max_gap_s=None):
+    """A copy of `staff` with missing values interpolated (gaps longer than max_gap_s kept)."""
+    if method not in METHODS:
+        raise FormatError("fill: method must be one of %s, not %r" % ("/".join(METHODS), method))
+    v = staff.values
+    miss = np.isnan(v)
+    base = method if method != "skeleton" else "cubic"
+    out = v.copy()
+    for r in np.flatnonzero(miss.any(axis=1)):
+        out[r] = _fill_row(v[r], base)
+    if method == "skeleton":
+        sk = as_skeleton(staff.skeleton)
+        if sk is not None:
+            neigh = _neighbour_rows(staff, sk)
+            first = out.copy()
+            for r in np.flatnonzero(miss.any(axis=1)):
+                nb = neigh.get(r, [])
+                ok = ~miss[r]
+                if not nb or ok.sum() < len(nb) + 2 or np.isnan(first[nb]).any():
+                    continue
+                X = np.vstack([first[nb], np.ones(v.shape[1])]).T
+                beta, *_ = np.linalg.lstsq(X[ok], v[r, ok], rcond=None)
+                pred = X @ beta
+                resid = np.where(ok, v[r] - pred, np.nan)
+                out[r] = pred + _fill_row(resid, "linear")
+    if max_gap_s is not None:
+        longest = int(round(float(max_gap_s) * staff.fps))
+        for r in np.flatnonzero(miss.any(axis=1)):
+            for a, b in zip(*_gap_runs(miss[r])):
+                if b - a > longest:
+                    out[r, a:b] = np.nan
+    return derive(staff, out)
