@@ -135,7 +135,7 @@ def parse_bvh(text, where="bvh"):
             motion_at = n
             break
     if motion_at is None:
-        raise FormatError("%s: no MOTION section (not a BVH file?)" % where)
+        raise FormatError("%s: no MOTION section (truncated, or not a BVH file)" % where)
     tk = _Tokens(lines[:motion_at], where)
     if not tk.items or tk.items[0][0].upper() != "HIERARCHY":
         raise FormatError("%s: line 1: expected HIERARCHY" % where)

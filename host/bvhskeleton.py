@@ -102,10 +102,10 @@ def build_skeleton(joints, units, values=None, name="bvh"):
             _, rt, rl = DE_LEVA[seg[i]]
             u = tip / length
             m = mass[i] * length * length * (rt * rt * (np.eye(3) - np.outer(u, u)) + rl * rl * np.outer(u, u))
-            inertia = [m[0, 0], m[1, 1], m[2, 2], m[0, 1], m[0, 2], m[1, 2]]
+            inertia = [_sig(x) for x in (m[0, 0], m[1, 1], m[2, 2], m[0, 1], m[0, 2], m[1, 2])]
         links.append({"name": j.name, "parent": None if j.parent < 0 else names[j.parent],
-                      "offset": [float(x) for x in j.offset * scale], "mass": float(mass[i]),
-                      "com": [float(x) for x in tip / 2.0], "inertia": [float(x) for x in inertia]})
+                      "offset": [_sig(x, 9) for x in j.offset * scale], "mass": _sig(mass[i]),
+                      "com": [_sig(x) for x in tip / 2.0], "inertia": [float(x) for x in inertia]})
         for c in j.channels:
             rot = c.endswith("rotation")
             axis = [0.0, 0.0, 0.0]
@@ -113,8 +113,8 @@ def build_skeleton(joints, units, values=None, name="bvh"):
             lo, hi = (-180.0, 180.0) if rot else (-1.0 / scale, 1.0 / scale)
             home = 0.0
             if values is not None and values.shape[1] > 0:
-                a, b = float(np.nanmin(values[r])), float(np.nanmax(values[r]))
-                lo, hi = min(lo, a), max(hi, b)
+                a, b = np.floor(np.nanmin(values[r])), np.ceil(np.nanmax(values[r]))
+                lo, hi = float(min(lo, a)), float(max(hi, b))
                 if not hi > lo:
                     hi = lo + 1.0
                 home = min(max(0.0, lo), hi)
@@ -126,12 +126,17 @@ def build_skeleton(joints, units, values=None, name="bvh"):
         while nm in used:
             nm += "_"
         used.add(nm)
-        links.append({"name": nm, "parent": names[i], "offset": [float(x) for x in e * scale],
+        links.append({"name": nm, "parent": names[i], "offset": [_sig(x, 9) for x in e * scale],
                       "mass": 0.0, "com": [0.0, 0.0, 0.0], "inertia": [0.0] * 6})
     d = {"format": "motionstaff-skeleton", "version": 1, "name": name, "gravity": [0.0, -9.81, 0.0],
          "links": links, "dofs": dofs, "features": [], "meta": {"bvh_units": units}}
     # End Site links come after every joint, so each parent is listed before its children
     return Skeleton.from_dict(d, where=name)
+
+
+def _sig(x, digits=4):
+    """x rounded to `digits` significant digits (short JSON for estimated quantities)."""
+    return float("%.*g" % (digits, x))
 
 
 def _as_skeleton(sk):
@@ -159,8 +164,15 @@ def skeleton_hierarchy(skeleton, row_names, units=None):
     kids = {}
     for i, ln in enumerate(sk.links):
         kids.setdefault(ln.parent, []).append(i)
+    # BVH lists joints depth first, and its MOTION columns follow that order
+    order, stack = [], [0]
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(reversed(kids.get(i, [])))
     joints, index, columns, factors = [], {}, [], []
-    for i, ln in enumerate(sk.links):
+    for i in order:
+        ln = sk.links[i]
         is_end = (not ln.dofs and not kids.get(i) and ln.parent >= 0
                   and ln.name.rstrip("_").rstrip("0123456789").endswith("_End"))
         if is_end:

@@ -20,6 +20,13 @@ COMMANDS = {
     "info": "host.commands.info",
     "diff": "host.commands.diff",
     "show": "host.commands.show",
+    "capture": "host.commands.capture",
+    "play": "host.commands.play",
+    "emulate": "host.commands.emulate",
+    "robots": "host.commands.robots",
+    "edit": "host.commands.edit",
+    "gestures": "host.commands.gestures",
+    "stream": "host.commands.stream",
 }
 
 

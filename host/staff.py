@@ -105,25 +105,46 @@ def unwrap_deg(values, wrap=None):
 
 
 def fit_ranges(values, bits, min_span=None):
-    """Per-row (lo, hi) fitted to the data: its min/max widened by a tiny margin.
+    """Per-row (lo, hi) fitted to the data: its min/max rounded outwards to 4 significant digits.
 
-    The margin (1e-9 of the span) keeps the data strictly inside so the half-step bound holds
-    after the range goes through JSON; constant or empty rows get a span of max(1e-6, |v|*1e-9)
-    (min_span: optional (rows,) array of smallest spans, e.g. the source's printed resolution).
+    Rounding outwards keeps every value inside (so the half-step bound holds) while widening
+    the span by at most 0.2%, and keeps the header's numbers short ("12.35", not
+    "12.349999371781"). A constant row v gets [v, v + 1] (v is then exact); min_span, an
+    optional (rows,) array, sets the smallest span per row.
     """
     v = np.asarray(values, dtype=np.float64)
+    empty = np.isnan(v).all(axis=1) if v.shape[1] else np.ones(v.shape[0], bool)
     with np.errstate(all="ignore"):
-        lo = np.where(np.isnan(v).all(axis=1), 0.0, np.nanmin(np.where(np.isnan(v), np.inf, v), axis=1))
-        hi = np.where(np.isnan(v).all(axis=1), 0.0, np.nanmax(np.where(np.isnan(v), -np.inf, v), axis=1))
+        lo = np.where(empty, 0.0, np.min(np.where(np.isnan(v), np.inf, v), axis=1, initial=np.inf))
+        hi = np.where(empty, 0.0, np.max(np.where(np.isnan(v), -np.inf, v), axis=1, initial=-np.inf))
     span = hi - lo
     floor_span = np.maximum(1e-6, np.abs(lo) * 1e-9)
     if min_span is not None:
         floor_span = np.maximum(floor_span, np.asarray(min_span, dtype=np.float64))
     grow = np.maximum(floor_span - span, 0.0)
-    mid_lo = lo - grow / 2.0
-    mid_hi = hi + grow / 2.0
-    margin = (mid_hi - mid_lo) * 1e-9
-    return mid_lo - margin, mid_hi + margin
+    vmin = lo
+    lo, hi = lo - grow / 2.0, hi + grow / 2.0
+    out_lo, out_hi = np.empty_like(lo), np.empty_like(hi)
+    for i in range(len(lo)):
+        if span[i] == 0.0 and min_span is None:
+            # a constant row: [v, v + 1] stores v exactly as code 0 (and keeps the header short)
+            out_lo[i], out_hi[i] = vmin[i], vmin[i] + max(1.0, abs(vmin[i]) * 1e-6)
+            continue
+        out_lo[i], out_hi[i] = _round_out(float(lo[i]), float(hi[i]))
+    return out_lo, out_hi
+
+
+def _round_out(lo, hi):
+    """[lo, hi] widened to multiples of 10^(e-3), e the span's decimal exponent."""
+    d = 3 - int(np.floor(np.log10(hi - lo)))
+    q = 10.0 ** -d
+    a = round(np.floor(lo / q) * q, d)
+    b = round(np.ceil(hi / q) * q, d)
+    while a > lo:
+        a = round(a - q, d)
+    while b < hi:
+        b = round(b + q, d)
+    return a, b
 
 
 def skeleton_ranges(skeleton, names):
@@ -142,9 +163,28 @@ def skeleton_ranges(skeleton, names):
 
 
 def _skeleton_dict(skeleton):
-    if skeleton is None or isinstance(skeleton, dict):
-        return skeleton
-    return skeleton.to_dict()
+    """The skeleton's JSON dict without fields equal to the loader's defaults (a smaller header)."""
+    if skeleton is None:
+        return None
+    d = dict(skeleton) if isinstance(skeleton, dict) else skeleton.to_dict()
+    zero3, zero6 = [0.0] * 3, [0.0] * 6
+    links = []
+    for e in d.get("links", []):
+        e = dict(e)
+        for k, default in (("com", zero3), ("inertia", zero6), ("mass", 0.0), ("offset", zero3)):
+            if k in e and e[k] == default:
+                del e[k]
+        links.append(e)
+    dofs = []
+    for e in d.get("dofs", []):
+        e = dict(e)
+        if e.get("home") == min(max(0.0, e.get("min", 0.0)), e.get("max", 0.0)):
+            del e["home"]
+        dofs.append(e)
+    d["links"], d["dofs"] = links, dofs
+    if not d.get("features"):
+        d.pop("features", None)
+    return d
 
 
 class Staff:

@@ -149,7 +149,11 @@ class MpySession:
         self.close()
 
 
-SIM_FILES = {"machine.py": os.path.join(MPY_DIR, "sim_machine.py")}
+# test helpers put beside the manifest in the shared session: the simulated `machine` module and
+# the golden cases (both MicroPython-safe)
+SESSION_FILES = {"machine.py": os.path.join(MPY_DIR, "sim_machine.py"),
+                 "golden_cases.py": os.path.join(MPY_DIR, "golden_cases.py"),
+                 "fw_harness.py": os.path.join(MPY_DIR, "fw_harness.py")}
 
 
 def require_or_skip():
@@ -176,7 +180,7 @@ if _pytest is not None:
     def mpy():
         """A MicroPython wasm session shared by the whole test run (with the simulated machine)."""
         require_or_skip()
-        files = dict((k, v) for k, v in SIM_FILES.items() if os.path.isfile(v))
+        files = dict((k, v) for k, v in SESSION_FILES.items() if os.path.isfile(v))
         s = MpySession(files=files)
         yield s
         s.close()

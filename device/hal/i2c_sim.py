@@ -91,12 +91,17 @@ class SimI2C:
             raise OSError(EIO, "simulated I2C error at 0x%02x" % addr)
         dev = self.devices.get(addr)
         if dev is None:
+            found = []
             for d in self.devices.values():
                 route = getattr(d, "route", None)
                 if route is not None:
-                    dev = route(addr)
-                    if dev is not None:
-                        break
+                    r = route(addr)
+                    if r is not None:
+                        found.append(r)
+            if len(found) > 1:
+                # two chips answering at once garble the bus: the master sees an error
+                raise OSError(EIO, "bus conflict at 0x%02x on %s" % (addr, self.name))
+            dev = found[0] if found else None
         if dev is None:
             raise OSError(ENODEV, "no device at 0x%02x on %s" % (addr, self.name))
         return dev

@@ -7,8 +7,13 @@
 
 The chip has one control register written without a register byte: bit n enables channel n.
 The driver caches the selection and rewrites it only when another channel is wanted (or after
-an error, when the chip's state is unknown).
+an error, when the chip's state is unknown). Several multiplexers on one bus (0x70..0x77) know
+each other: selecting a channel on one first disables every channel of the others, so two
+identical sensors are never connected at once.
 """
+
+# id(bus) -> the TCA9548A objects on that bus
+_PEERS = {}
 
 from device.hal.i2c_sim import RegisterDevice
 
@@ -20,9 +25,31 @@ class TCA9548A:
         self.bus = bus
         self.addr = addr
         self._selected = None
+        try:
+            peers = bus.tca9548a_peers
+        except AttributeError:
+            peers = []
+            try:
+                bus.tca9548a_peers = peers
+            except AttributeError:      # a bus object without attributes (MicroPython)
+                peers = _PEERS.setdefault(id(bus), [])
+        self.peers = peers
+        self.peers.append(self)
+
+    def disable(self):
+        if self._selected != -1:
+            try:
+                self.bus.writeto(self.addr, bytes([0]))
+            except OSError:
+                self._selected = None
+                raise
+            self._selected = -1
 
     def select(self, n):
         if self._selected != n:
+            for other in self.peers:
+                if other is not self:
+                    other.disable()
             try:
                 self.bus.writeto(self.addr, bytes([1 << n]))
             except OSError:

@@ -84,7 +84,7 @@ def reboot(sid):
 
 
 def sync_write(address, size, targets):
-    items = targets.items() if hasattr(targets, "items") else targets
+    items = sorted(targets.items()) if hasattr(targets, "items") else targets
     p = struct.pack("<HH", address, size)
     for sid, v in items:
         p += bytes((int(sid),)) + _val(v, size)
@@ -144,8 +144,11 @@ class Dynamixel(Driver):
     def start(self, servos):
         self.ids = [i for i, _ in servos]
         for sid, s in servos:
-            if s.get("profile_velocity") is not None:
-                self.write(write(sid, PROFILE_VELOCITY, 4, s["profile_velocity"]))
+            pv = s.get("profile_velocity")
+            if pv is None and getattr(s, "max_vel_dps", None):
+                pv = int(s.max_vel_dps / 1.374 + 1)      # 0.229 rpm units: the servo's own cap
+            if pv is not None:
+                self.write(write(sid, PROFILE_VELOCITY, 4, pv))
             if s.get("profile_acceleration") is not None:
                 self.write(write(sid, PROFILE_ACCELERATION, 4, s["profile_acceleration"]))
         self.write(sync_write(TORQUE_ENABLE, 1, [(i, 1) for i in self.ids]))

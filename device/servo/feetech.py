@@ -34,7 +34,12 @@ def checksum(body):
     return (~sum(body)) & 0xFF
 
 
+MAX_PACKET = 250        # the SDKs' cap (LEN is one byte)
+
+
 def packet(sid, inst, params=b""):
+    if len(params) + 6 > MAX_PACKET:
+        raise ValueError("feetech: packet of %d bytes is over %d" % (len(params) + 6, MAX_PACKET))
     body = bytes((sid & 0xFF, len(params) + 2, inst)) + bytes(params)
     return b"\xff\xff" + body + bytes((checksum(body),))
 
@@ -83,8 +88,8 @@ def action(sid=BROADCAST):
 
 
 def sync_write(address, size, targets):
-    """targets: dict or list of (id, data bytes of length size)."""
-    items = targets.items() if hasattr(targets, "items") else targets
+    """targets: list of (id, data bytes of length size), or a dict (sent in id order)."""
+    items = sorted(targets.items()) if hasattr(targets, "items") else targets
     p = bytes((address, size))
     for sid, data in items:
         data = bytes(data)
@@ -144,11 +149,19 @@ class Feetech(Driver):
 
     def start(self, servos):
         self.ids = [i for i, _ in servos]
+        speeds = []
+        for sid, s in servos:
+            if getattr(s, "max_vel_dps", None) and self.series != "scs":
+                # Goal Speed (46) in steps/s: the servo's own cap on top of the limiter
+                speeds.append((sid, word(min(3400, int(s.max_vel_dps * s.units_per_deg + 1)), self.series)))
+        if speeds:
+            self.write(sync_write(GOAL_SPEED, 2, speeds))
         self.write(sync_write(TORQUE_ENABLE, 1, [(i, b"\x01") for i in self.ids]))
 
     def encode_positions(self, cmds):
-        return sync_write(GOAL_POSITION, 2, [(i, word(v, self.series, self.series != "scs"))
-                                             for i, v in cmds])
+        items = [(i, word(v, self.series, self.series != "scs")) for i, v in cmds]
+        per = (MAX_PACKET - 8) // 3          # servos per sync write (3 bytes each)
+        return b"".join(sync_write(GOAL_POSITION, 2, items[k:k + per]) for k in range(0, len(items), per))
 
     def send_positions(self, cmds):
         self.write(self.encode_positions(cmds))

@@ -74,7 +74,7 @@ def read(sid, cmd):
 
 def group_move(targets, time_ms):
     """dict or list of (id, position): N x MOVE_TIME_WAIT_WRITE, then MOVE_START broadcast."""
-    items = targets.items() if hasattr(targets, "items") else targets
+    items = sorted(targets.items()) if hasattr(targets, "items") else targets
     return b"".join(move_time_write(i, p, time_ms, wait=True) for i, p in items)
 
 

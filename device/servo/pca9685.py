@@ -4,6 +4,7 @@
     pca = PCA9685(bus, address=0x40, osc_hz=25_000_000)   # osc_hz: this board's calibration
     pca.init(50)              # W 00 10 | W FE 79 | W 00 20 | W 00 A0  (sleep, prescale, AI, restart)
     pca.send_positions([(0, 1500), (1, 1000)])   # pulse widths in us, one write per channel run
+    # channel 16..31 is channel 0..15 of the next board (address + 1), and so on
     pca.all_off()             # W FA 00 00 00 10: every output stops (failsafe)
 
 Units are microseconds of pulse; counts = round(us * osc_hz / ((prescale + 1) * 4096 * 1e6))
@@ -48,9 +49,10 @@ class PCA9685(Driver):
         self.freq_hz = freq_hz
         self.prescale = prescale_for(freq_hz, osc_hz)
         self._sleep_us = sleep_us or _sleep_us
+        self.boards = [address]
 
-    def _w(self, reg, data):
-        self.bus.writeto_mem(self.address, reg, data)
+    def _w(self, reg, data, address=None):
+        self.bus.writeto_mem(self.address if address is None else address, reg, data)
         self.stats["bytes"] += 1 + len(data)
 
     def init(self, freq_hz=None):
@@ -58,13 +60,17 @@ class PCA9685(Driver):
         if freq_hz is not None:
             self.freq_hz = freq_hz
             self.prescale = prescale_for(freq_hz, self.osc_hz)
-        self._w(MODE1, bytes((MODE1_SLEEP,)))
-        self._w(PRE_SCALE, bytes((self.prescale,)))
-        self._w(MODE1, bytes((MODE1_AI,)))
+        for a in self.boards:
+            self._w(MODE1, bytes((MODE1_SLEEP,)), a)
+            self._w(PRE_SCALE, bytes((self.prescale,)), a)
+            self._w(MODE1, bytes((MODE1_AI,)), a)
         self._sleep_us(500)
-        self._w(MODE1, bytes((MODE1_RESTART | MODE1_AI,)))
+        for a in self.boards:
+            self._w(MODE1, bytes((MODE1_RESTART | MODE1_AI,)), a)
 
     def start(self, servos):
+        top = max([sid for sid, _ in servos] + [0])
+        self.boards = [self.address + k for k in range(top // 16 + 1)]
         self.init()
 
     def counts_for_us(self, pulse_us):
@@ -73,16 +79,16 @@ class PCA9685(Driver):
         return max(0, min(4095, c))
 
     def set_counts(self, first, pairs):
-        """Consecutive channels from first: pairs of (on, off) counts, one transaction."""
+        """Consecutive channels from first (same board): (on, off) counts, one transaction."""
         data = b""
         for on, off in pairs:
             data += led_bytes(on, off)
-        self._w(LED0_ON_L + 4 * first, data)
+        self._w(LED0_ON_L + 4 * (first % 16), data, self.address + first // 16)
 
     def encode_positions(self, cmds):
         out = b""
         for first, pairs in self._runs(cmds):
-            out += bytes((LED0_ON_L + 4 * first,)) + b"".join(led_bytes(a, b) for a, b in pairs)
+            out += bytes((LED0_ON_L + 4 * (first % 16),)) + b"".join(led_bytes(a, b) for a, b in pairs)
         return out
 
     def frame_bytes(self, n):
@@ -98,7 +104,9 @@ class PCA9685(Driver):
                 pair = (0, FULL)                       # full OFF: no pulses
             else:
                 pair = (0, self.counts_for_us(us))
-            if runs and runs[-1][0] + len(runs[-1][1]) == ch:
+            if ch < 0 or ch >= 16 * 8:
+                continue                               # no such channel (8 boards at most)
+            if runs and runs[-1][0] + len(runs[-1][1]) == ch and ch % 16:
                 runs[-1][1].append(pair)
             else:
                 runs.append((ch, [pair]))
@@ -111,7 +119,8 @@ class PCA9685(Driver):
         self.stats["commands"] += len(cmds)
 
     def all_off(self):
-        self._w(ALL_LED_ON_L, led_bytes(0, FULL))
+        for a in self.boards:
+            self._w(ALL_LED_ON_L, led_bytes(0, FULL), a)
 
     def torque_off(self, ids):
         self.all_off()

@@ -1,17 +1,24 @@
 """Despike: find protruding pixels (tracking glitches) and replace them.
 
     from host.edit.despike import despike
-    clean = despike(staff)                                  # Hampel, window 7, 3 sigma
+    clean = despike(staff)                                  # Hampel + protrusion test
     clean = despike(staff, method="median", window=5)       # classic median filter of the image
     clean, mask = despike(staff, return_mask=True)          # which pixels were replaced
 
-Hampel: a pixel is an outlier when |v - median| > threshold * 1.4826 * MAD over a window of
-`window` frames of its row (and more than `min_steps` quantisation steps away, so the 8-bit
-staircase is never mistaken for a spike); outliers are replaced by the running median
-(`replace="median"`) or interpolated from the good neighbours (`replace="interp"`, default).
-A still row has MAD 0, so nothing on it is replaced but real spikes: no motion is invented.
-Missing values stay missing (fill them with host.edit.fill). Vectorised over the whole image
-with scipy.ndimage.median_filter.
+"hampel" (default), two stages, whole image at once:
+1. candidates: the Hampel identifier - |v - running median| > threshold * 1.4826 * MAD over
+   `window` frames, and more than `min_steps` quantisation steps (so the 8-bit staircase is
+   never a spike);
+2. confirmation: a candidate is a spike only if it protrudes from what its neighbours agree
+   on: |v - M| > protrude * max(|L - M|, |R - M|) + min_steps steps, where M interpolates the
+   nearest good frames either side and L, R extrapolate the two good frames on each side.
+   A real fast movement (several frames off the median, but consistent with its neighbours)
+   stays; a pixel next to another candidate is tested again with that neighbour left out (runs
+   of up to `max_run` candidates), so pairs of glitches are found too.
+Spikes are replaced by linear interpolation from the good pixels of their row. A still row
+has MAD 0 and |L - M| = 0: only pixels that really protrude change, no motion is invented.
+Missing values stay missing (fill them with host.edit.fill).
+"median": every pixel becomes the running median of its row (an image median filter).
 """
 
 import numpy as np
@@ -27,18 +34,77 @@ def _running_median(v, window):
     return ndimage.median_filter(v, size=(1, window), mode="nearest")
 
 
-def despike(staff, method="hampel", window=7, threshold=3.0, min_steps=2.0, replace="interp",
-            return_mask=False):
+def neighbours_at(valid, rows, cols):
+    """Indices of the two nearest valid frames before and after each (row, col) query, in the
+    same row: (p1, p2, n1, n2), -1 where there is none. Queries only - O(K log N)."""
+    R, F = valid.shape
+    vf = np.flatnonzero(valid.ravel())
+    c = rows.astype(np.int64) * F + cols
+    i = np.searchsorted(vf, c, "left")
+    j = np.searchsorted(vf, c, "right")
+
+    def pick(k, ok):
+        k = np.clip(k, 0, max(vf.size - 1, 0))
+        got = vf[k] if vf.size else np.zeros_like(c)
+        good = ok & (got // F == rows) if vf.size else np.zeros(c.shape, bool)
+        return np.where(good, got % F, -1)
+
+    return pick(i - 1, i >= 1), pick(i - 2, i >= 2), pick(j, j < vf.size), pick(j + 1, j + 1 < vf.size)
+
+
+def protrudes(values, valid, k, floor, where):
+    """(rows, frames) bool: at the pixels of `where`, the pixel deviates from what its valid
+    neighbours agree on (see the module docstring)."""
+    rr, tt = np.nonzero(where)
+    out = np.zeros(values.shape, bool)
+    if rr.size == 0:
+        return out
+    p1, p2, n1, n2 = neighbours_at(valid, rr, tt)
+    x = values
+    t = tt.astype(np.float64)
+
+    def at(i):
+        return x[rr, np.maximum(i, 0)]
+
+    has_p1, has_p2, has_n1, has_n2 = p1 >= 0, p2 >= 0, n1 >= 0, n2 >= 0
+    xp1, xp2, xn1, xn2 = at(p1), at(p2), at(n1), at(n2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        M = np.where(has_p1 & has_n1, xp1 + (xn1 - xp1) * (t - p1) / (n1 - p1), np.nan)
+        L = np.where(has_p1 & has_p2, xp1 + (xp1 - xp2) * (t - p1) / (p1 - p2), np.nan)
+        Rr = np.where(has_n1 & has_n2, xn1 + (xn1 - xn2) * (t - n1) / (n1 - n2), np.nan)
+    # at the edges the one-sided extrapolation stands in for the missing predictions
+    M = np.where(np.isnan(M), np.where(np.isnan(L), Rr, L), M)
+    L = np.where(np.isnan(L), M, L)
+    Rr = np.where(np.isnan(Rr), M, Rr)
+    agree = np.maximum(np.abs(L - M), np.abs(Rr - M))
+    fl = np.broadcast_to(floor, values.shape)[rr, tt]
+    with np.errstate(invalid="ignore"):
+        hit = np.abs(x[rr, tt] - M) > k * agree + fl
+    out[rr[hit], tt[hit]] = True
+    return out
+
+
+def _short_runs(mask, longest):
+    """True where mask is in a run of at most `longest` consecutive frames."""
+    out = np.zeros_like(mask)
+    d = np.diff(np.pad(mask, ((0, 0), (1, 1))).astype(np.int8), axis=1)
+    for r in np.flatnonzero(mask.any(axis=1)):
+        for a, b in zip(np.flatnonzero(d[r] == 1), np.flatnonzero(d[r] == -1)):
+            if b - a <= longest:
+                out[r, a:b] = True
+    return out
+
+
+def despike(staff, method="hampel", window=7, threshold=2.0, protrude=3.0, min_steps=2.0,
+            max_run=2, return_mask=False):
     """A despiked copy of `staff` (and the (rows, frames) bool mask of replaced pixels)."""
     if method not in METHODS:
         raise FormatError("despike: method must be one of %s, not %r" % ("/".join(METHODS), method))
     window = int(window)
     if window < 3 or window % 2 == 0:
         raise FormatError("despike: window must be an odd number of frames >= 3, not %r" % window)
-    if not threshold > 0:
-        raise FormatError("despike: threshold must be > 0")
-    if replace not in ("median", "interp"):
-        raise FormatError("despike: replace must be median or interp, not %r" % (replace,))
+    if not (threshold > 0 and protrude > 0 and min_steps >= 0):
+        raise FormatError("despike: threshold and protrude must be > 0, min_steps >= 0")
     v = staff.values
     miss = np.isnan(v)
     work = fill_nan_linear(v)
@@ -47,17 +113,15 @@ def despike(staff, method="hampel", window=7, threshold=3.0, min_steps=2.0, repl
         out = np.where(miss, np.nan, med)
         mask = ~miss & (out != v)
     else:
+        floor = (min_steps * row_steps(staff))[:, None]
         dev = np.abs(work - med)
         mad = _running_median(dev, window)
-        floor = (min_steps * row_steps(staff))[:, None]
-        mask = (dev > np.maximum(threshold * 1.4826 * mad, floor)) & ~miss
-        if replace == "median":
-            out = np.where(mask, med, v)
-        else:
-            # outliers become holes, interpolated from the good pixels of their row
-            holes = np.where(mask, np.nan, work)
-            out = fill_nan_linear(holes)
-            out[miss] = np.nan
-            out = np.where(mask, out, v)
+        cand = (dev > np.maximum(threshold * 1.4826 * mad, floor)) & ~miss
+        mask = protrudes(v, ~miss, protrude, floor, cand)
+        short = cand & _short_runs(cand, int(max_run)) & ~mask
+        if short.any():
+            mask |= protrudes(v, ~miss & ~cand, protrude, floor, short)
+        out = fill_nan_linear(np.where(mask | miss, np.nan, v))
+        out[miss] = np.nan
     res = derive(staff, out)
     return (res, mask) if return_mask else res

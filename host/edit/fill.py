@@ -1,13 +1,16 @@
 """Fill: interpolate missing values and gaps, before any filter (as mocap tools do).
 
     from host.edit.fill import fill
-    full = fill(staff)                               # cubic spline through the good pixels
+    full = fill(staff)                               # local cubic through 4 good neighbours
+    full = fill(staff, method="spline")              # one cubic spline through the whole row
     full = fill(staff, method="linear")
     full = fill(staff, method="pchip")               # monotone cubic, never overshoots
     full = fill(staff, method="skeleton")            # from the neighbouring joints (see below)
     part = fill(staff, max_gap_s=0.5)                # longer gaps stay missing
 
-Gaps at the start or end hold the nearest good value. "skeleton": each row with gaps is
+"cubic": each missing pixel gets the cubic through the two nearest good pixels either side
+(Lagrange, vectorised over the whole image; linear where a side has only one). Gaps at the
+start or end hold the nearest good value. "skeleton": each row with gaps is
 regressed (least squares) on the rows of the dofs of its own link, its parent link and its
 child links over the frames where it is known; the prediction fills the gap, corrected by the
 residual interpolated linearly across it so the fill meets the known values at both ends.
@@ -20,7 +23,7 @@ from scipy import interpolate
 from host.edit._base import as_skeleton, derive
 from protocol.errors import FormatError
 
-METHODS = ("linear", "cubic", "pchip", "skeleton")
+METHODS = ("linear", "cubic", "spline", "pchip", "skeleton")
 
 
 def _gap_runs(miss_row):
@@ -46,6 +49,43 @@ def _fill_row(y, method):
         out[inside] = interpolate.CubicSpline(xs, ys, bc_type="not-a-knot")(x[inside])
     out[x < xs[0]] = ys[0]
     out[x > xs[-1]] = ys[-1]
+    return out
+
+
+def local_cubic(v):
+    """v (rows, frames) with each NaN replaced by the cubic through the two nearest good pixels
+    either side (linear with one, held at the ends)."""
+    from host.edit.despike import neighbours_at
+    miss = np.isnan(v)
+    out = v.copy()
+    rr, tt = np.nonzero(miss)
+    if rr.size == 0:
+        return out
+    p1, p2, n1, n2 = neighbours_at(~miss, rr, tt)
+    t = tt.astype(np.float64)
+
+    def at(i):
+        return v[rr, np.maximum(i, 0)]
+
+    y1, y2, z1, z2 = at(p1), at(p2), at(n1), at(n2)
+    res = np.full(t.shape, np.nan)
+    both = (p1 >= 0) & (n1 >= 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lin = y1 + (z1 - y1) * (t - p1) / (n1 - p1)
+        four = both & (p2 >= 0) & (n2 >= 0)
+        xs = [p2, p1, n1, n2]
+        ys = [y2, y1, z1, z2]
+        cub = np.zeros(t.shape)
+        for a in range(4):
+            w = np.ones(t.shape)
+            for b in range(4):
+                if a != b:
+                    w = w * (t - xs[b]) / (xs[a] - xs[b])
+            cub = cub + w * ys[a]
+    res = np.where(four, cub, np.where(both, lin, res))
+    res = np.where(p1 < 0, z1, np.where(n1 < 0, y1, res))      # ends: hold
+    res = np.where((p1 < 0) & (n1 < 0), np.nan, res)            # an all-missing row stays
+    out[rr, tt] = res
     return out
 
 
@@ -75,9 +115,12 @@ def fill(staff, method="cubic", max_gap_s=None):
     v = staff.values
     miss = np.isnan(v)
     base = method if method != "skeleton" else "cubic"
-    out = v.copy()
-    for r in np.flatnonzero(miss.any(axis=1)):
-        out[r] = _fill_row(v[r], base)
+    if base == "cubic":
+        out = local_cubic(v)
+    else:
+        out = v.copy()
+        for r in np.flatnonzero(miss.any(axis=1)):
+            out[r] = _fill_row(v[r], base)
     if method == "skeleton":
         sk = as_skeleton(staff.skeleton)
         if sk is not None:
@@ -92,7 +135,7 @@ def fill(staff, method="cubic", max_gap_s=None):
                 beta, *_ = np.linalg.lstsq(X[ok], v[r, ok], rcond=None)
                 pred = X @ beta
                 resid = np.where(ok, v[r] - pred, np.nan)
-                out[r] = pred + _fill_row(resid, "linear")
+                out[r] = np.where(ok, v[r], pred + _fill_row(resid, "linear"))
     if max_gap_s is not None:
         longest = int(round(float(max_gap_s) * staff.fps))
         for r in np.flatnonzero(miss.any(axis=1)):

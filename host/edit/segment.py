@@ -5,7 +5,7 @@
     segs = find_segments(staff, times_s=[2.0, 5.5])      # cut at these times
     parts = split(staff, segs)                           # one Staff per segment
 
-Still: the fastest rotation row (deg/s, after a 0.1 s moving average) stays under
+Still: the 90th percentile of the rotation rows' speeds (deg/s, 0.1 s moving average) stays under
 `speed_deg_s` for at least `min_still_s`. Segments are the stretches between still periods
 (shorter than `min_segment_s` are dropped). Without rotation rows all rows are used, in their
 units per second.
@@ -19,8 +19,9 @@ from host.edit.timeline import trim
 from protocol.errors import FormatError
 
 
-def speed(staff):
-    """(frames,) the fastest row's speed per second (rotation rows in deg/s when there are any)."""
+def speed(staff, percentile=90.0):
+    """(frames,) how fast the body moves: the `percentile` of its rows' speeds per second
+    (rotation rows in deg/s when there are any), so one jittering finger does not count."""
     rot = [i for i, r in enumerate(staff.rows) if r.unit in ("deg", "rad") or r.wrap]
     rows = rot if rot else list(range(staff.nrows))
     v = fill_nan_linear(staff.values[rows])
@@ -29,7 +30,7 @@ def speed(staff):
     d = np.abs(np.gradient(v, axis=1)) * staff.fps
     win = max(1, int(round(0.1 * staff.fps)))
     d = ndimage.uniform_filter1d(d, win, axis=1, mode="nearest")
-    return d.max(axis=0)
+    return np.percentile(d, percentile, axis=0)
 
 
 def still_mask(staff, speed_deg_s=15.0, min_still_s=0.5):

@@ -80,10 +80,11 @@ class SimPCA9685Bus(Emulator):
 
     def readfrom_mem_into(self, addr, reg, buf):
         r = self._chip(addr)
+        first = reg
         for i in range(len(buf)):
             buf[i] = r[reg]
             reg = self._next(r, reg)
-        self.log.append("W%02X: %02X | R%02X: %s" % (addr, reg, addr, " ".join("%02X" % b for b in buf)))
+        self.log.append("W%02X: %02X | R%02X: %s" % (addr, first, addr, " ".join("%02X" % b for b in buf)))
 
     def off_counts(self, addr, ch):
         """None when the channel puts out no pulse (full OFF, or asleep), else OFF - ON counts."""

@@ -1,0 +1,1 @@
+"""The capture unit: configuration, simulated subject, capture loop, calibration, raw logs."""

@@ -1,0 +1,128 @@
+"""The unit's configuration: one JSON document describes sensors, buses, skeleton, placement, outputs.
+
+    from device.capture.config import default_config, load_config
+    cfg = default_config()                       # the simulated unit: CMU clip, one BNO055 per segment
+    cfg = default_config(body="human", chip="mpu6050", rate_hz=100)
+    cfg = load_config("unit.json")               # FormatError naming the bad field
+
+    {"format": "motionstaff-unit", "version": 1, "rate_hz": 30, "bits": 8,
+     "body": "clip" | "human" | "human-floating" | "path/to/skeleton.json",
+     "estimator": "orient" | "ekf" | ...,        # make_estimator() names when device.estimate has them
+     "subject": {"clip": "builtin" | "walk.bvh", "seed": 1, "noise": {...}, "outages": [...]} | null,
+     "calibration": {"still_s": 1.0},
+     "buses": {"main": "sim-i2c://0"},           # name -> URL (i2c://1 on a Pi)
+     "sensors": [{"name": "l_thigh_imu", "chip": "bno055" | "mpu6050" | "mpu9250",
+                  "bus": "main", "addr": 40, "mux": {"addr": 112, "channel": 0} | null,
+                  "link": "l_thigh", "position": [x, y, z], "mount_rpy_deg": [r, p, y]}],
+     "camera": null | {"url": "sim-cam://", "calibration": {...}},
+     "outputs": [{"kind": "packets", "url": "loop://"}, ...]}
+
+subject null means real hardware. The sensor list of default_config() places one IMU on every
+link that has rotation dofs (BNO055 at 0x28/0x29 behind TCA9548A multiplexers 0x70.., 16 per mux).
+"""
+
+import json
+import os
+
+from protocol.errors import FormatError
+
+FORMAT = "motionstaff-unit"
+CHIPS = ("bno055", "mpu6050", "mpu9250")
+_ADDR = {"bno055": (0x28, 0x29), "mpu6050": (0x68, 0x69), "mpu9250": (0x68, 0x69)}
+BUILTIN_CLIP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                            "cmu_131_01_30fps.bvh")
+
+
+def default_config(body="clip", chip="bno055", rate_hz=30.0, clip="builtin", seed=1,
+                   estimator="orient", camera=False):
+    cfg = {"format": FORMAT, "version": 1, "rate_hz": float(rate_hz), "bits": 8, "body": body,
+           "estimator": estimator,
+           "subject": {"clip": clip, "seed": seed, "calib_s": 1.0, "blend_s": 0.5, "noise": {},
+                       "outages": []},
+           "calibration": {"still_s": 1.0},
+           "buses": {"main": "sim-i2c://0"},
+           "sensors": None,          # filled from the skeleton by place_sensors()
+           "chip": chip,
+           "camera": {"url": "sim-cam://", "calibration": None} if camera else None,
+           "outputs": []}
+    return check(cfg)
+
+
+def place_sensors(skeleton, chip="bno055", bus="main"):
+    """One IMU per link with rotation dofs (and the root), spread over multiplexers."""
+    out = []
+    addrs = _ADDR[chip]
+    k = 0
+    for i, ln in enumerate(skeleton.links):
+        rot = [j for j in ln.dofs if skeleton.dofs[j].kind == "rotation"]
+        if not rot and ln.parent >= 0:
+            continue
+        mux = k // (2 * 8)
+        ch = (k // 2) % 8
+        out.append({"name": ln.name + "_imu", "chip": chip, "bus": bus, "addr": addrs[k % 2],
+                    "mux": {"addr": 0x70 + mux, "channel": ch}, "link": ln.name,
+                    "position": [0.0, 0.0, 0.0], "mount_rpy_deg": [0.0, 0.0, 0.0]})
+        k += 1
+    if k > 8 * 16:
+        raise ValueError("%d IMUs do not fit behind 8 multiplexers on one bus" % k)
+    return out
+
+
+def _need(cfg, key, kinds, where):
+    if key not in cfg:
+        raise FormatError("%s: '%s' is missing" % (where, key))
+    if not isinstance(cfg[key], kinds):
+        raise FormatError("%s: '%s' has the wrong type" % (where, key))
+    return cfg[key]
+
+
+def check(cfg, where="unit config"):
+    if not isinstance(cfg, dict):
+        raise FormatError("%s: not a JSON object" % where)
+    if cfg.get("format") != FORMAT:
+        raise FormatError("%s: 'format' must be %r" % (where, FORMAT))
+    rate = _need(cfg, "rate_hz", (int, float), where)
+    if not 0 < rate <= 1000:
+        raise FormatError("%s: 'rate_hz' must be in (0, 1000]" % where)
+    if cfg.get("bits", 8) not in (8, 16):
+        raise FormatError("%s: 'bits' must be 8 or 16" % where)
+    _need(cfg, "body", str, where)
+    buses = _need(cfg, "buses", dict, where)
+    sensors = cfg.get("sensors")
+    if sensors is not None:
+        if not isinstance(sensors, list):
+            raise FormatError("%s: 'sensors' must be a list" % where)
+        names = set()
+        for i, s in enumerate(sensors):
+            at = "%s: sensors[%d]" % (where, i)
+            if not isinstance(s, dict):
+                raise FormatError("%s: not an object" % at)
+            for key in ("name", "chip", "bus", "addr", "link"):
+                if key not in s:
+                    raise FormatError("%s: '%s' is missing" % (at, key))
+            if s["chip"] not in CHIPS:
+                raise FormatError("%s: chip %r is not one of %s" % (at, s["chip"], ", ".join(CHIPS)))
+            if s["bus"] not in buses:
+                raise FormatError("%s: bus %r is not in 'buses'" % (at, s["bus"]))
+            if not isinstance(s["addr"], int) or not 0x08 <= s["addr"] <= 0x77:
+                raise FormatError("%s: 'addr' must be a 7-bit I2C address" % at)
+            if s["name"] in names:
+                raise FormatError("%s: name %r repeats" % (at, s["name"]))
+            names.add(s["name"])
+            mux = s.get("mux")
+            if mux is not None and (not isinstance(mux, dict) or not 0 <= mux.get("channel", -1) <= 7
+                                    or not 0x70 <= mux.get("addr", 0) <= 0x77):
+                raise FormatError("%s: 'mux' needs addr 0x70..0x77 and channel 0..7" % at)
+    outs = cfg.get("outputs", [])
+    if not isinstance(outs, list):
+        raise FormatError("%s: 'outputs' must be a list" % where)
+    return cfg
+
+
+def load_config(path):
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+    except ValueError as e:
+        raise FormatError("%s: not valid JSON (%s)" % (path, e))
+    return check(cfg, path)

@@ -1,0 +1,166 @@
+"""The capture loop: deadline clock -> read -> estimate -> encode -> record -> outputs, with timing.
+
+    from device.capture.config import default_config
+    from device.capture.loop import CaptureLoop
+    from device.capture.unit import build_unit
+    loop = CaptureLoop(build_unit(default_config()), record="rec.msr")   # virtual time by default
+    loop.outputs.append(lambda k, t_s, values, codes: print(k, codes[:4]))
+    loop.run(duration_s=5.0)
+    print(loop.stats.table())
+
+Frame k is due at t0 + k/rate (absolute deadlines). In real time (realtime=True) the loop
+sleeps until each deadline; when a frame's work overruns past later deadlines it captures at
+the latest deadline that has passed, records the frames before it as missing columns (the
+staff keeps its timeline) and counts them as skipped. In
+virtual time the clock jumps from deadline to deadline, so tests and the demo run as fast as
+the machine allows and are deterministic. An output that raises is counted and dropped from
+nothing: the unit keeps capturing (outputs[i] errors go to output_errors).
+"""
+
+import time
+
+import numpy as np
+
+from device.capture.clock import RealClock, VirtualClock, deadline
+from device.capture.stats import TimingStats
+from protocol import container, staffcodec, staffheader
+
+STAGES = ("read", "estimate", "encode", "record", "output")
+
+
+def staff_rows(skeleton):
+    """Header rows of a skeleton's staff (one per dof, its range; rotations spanning 360 wrap)."""
+    rows = []
+    for d in skeleton.dofs:
+        rows.append({"name": d.name, "unit": d.unit, "lo": d.lo, "hi": d.hi,
+                     "wrap": d.kind == "rotation" and (d.hi - d.lo) >= 359.0})
+    return rows
+
+
+def make_header(skeleton, rate_hz, bits=8, source="motionstaff capture", captured=""):
+    return staffheader.make(rows=staff_rows(skeleton), fps=rate_hz, bits=bits,
+                            skeleton=skeleton.to_dict(), source=source, captured=captured)
+
+
+class CaptureLoop:
+    def __init__(self, unit, record=None, frames_per_block=1, realtime=False, clock=None,
+                 outputs=None, raw_log=None, truth=False, bits=None, captured=""):
+        self.unit = unit
+        self.rate_hz = unit.rate_hz
+        self.period_s = 1.0 / self.rate_hz
+        self.bits = bits or unit.cfg.get("bits", 8)
+        self.clock = clock or (RealClock() if realtime else VirtualClock())
+        self.header = make_header(unit.skeleton, self.rate_hz, self.bits, captured=captured)
+        self.los = [r["lo"] for r in self.header["rows"]]
+        self.his = [r["hi"] for r in self.header["rows"]]
+        self.writer = None
+        if record is not None:
+            self.writer = container.Writer(record, self.header, frames_per_block=frames_per_block)
+        self.outputs = list(outputs or [])
+        self.output_errors = 0
+        self.raw_log = raw_log
+        self.truth = [] if truth else None
+        self.stats = TimingStats(self.period_s, STAGES)
+        self.frame_index = 0
+        self.t0 = None
+        self.last_q = None
+        self.status_callback = None
+
+    def _emit(self, k, t_s, values, codes):
+        for out in self.outputs:
+            try:
+                out(k, t_s, values, codes)
+            except Exception:
+                self.output_errors += 1
+
+    def _missing_frame(self, k, t_s):
+        codes = [None] * len(self.los)
+        if self.writer is not None:
+            self.writer.write_frame(codes, int(round(t_s * 1000)))
+        if self.truth is not None and self.unit.subject is not None:
+            self.truth.append(self.unit.subject.q_true(t_s))
+
+    def step(self):
+        """Capture frame self.frame_index at its deadline; returns the joint values."""
+        if self.t0 is None:
+            self.t0 = self.clock.now()
+        k = self.frame_index
+        due = deadline(self.t0, k, self.period_s)
+        self.clock.sleep_until(due)
+        t_s = due - self.t0
+        start = self.clock.now()
+        p0 = time.perf_counter()
+        readings = self.unit.read(t_s)
+        p1 = time.perf_counter()
+        if self.raw_log is not None:
+            self.raw_log.write(k, t_s, readings)
+        q = self.unit.estimate(t_s, readings)
+        p2 = time.perf_counter()
+        values = [None if v != v else float(v) for v in q]
+        codes = staffcodec.encode_column(values, self.los, self.his, self.bits)
+        p3 = time.perf_counter()
+        if self.writer is not None:
+            self.writer.write_frame(codes, int(round(t_s * 1000)))
+        p4 = time.perf_counter()
+        self._emit(k, t_s, values, codes)
+        p5 = time.perf_counter()
+        self.stats.frame(start, due, {"read": p1 - p0, "estimate": p2 - p1, "encode": p3 - p2,
+                                      "record": p4 - p3, "output": p5 - p4}, p5 - p0)
+        if self.truth is not None and self.unit.subject is not None:
+            self.truth.append(self.unit.subject.q_true(t_s))
+        self.last_q = q
+        self.frame_index += 1
+        return q
+
+    def run(self, duration_s=None, frames=None, status_every_s=None, stop=None):
+        """Capture until duration_s (or frames) is reached, or stop() returns True."""
+        if self.t0 is None:
+            self.t0 = self.clock.now()
+        n = frames if frames is not None else (
+            int(round(duration_s * self.rate_hz)) if duration_s is not None else None)
+        next_status = status_every_s
+        while n is None or self.frame_index < n:
+            if stop is not None and stop():
+                break
+            if self.clock.realtime:
+                # late: capture at the latest deadline that has passed, skipping those before it
+                latest = int((self.clock.now() - self.t0) / self.period_s)
+                behind = latest - self.frame_index
+                if behind >= 1:
+                    for j in range(behind):
+                        if n is not None and self.frame_index >= n:
+                            break
+                        self._missing_frame(self.frame_index, self.frame_index * self.period_s)
+                        self.frame_index += 1
+                        self.stats.missed()
+                    if n is not None and self.frame_index >= n:
+                        break
+            self.step()
+            t = self.frame_index * self.period_s
+            if next_status is not None and t >= next_status and self.status_callback is not None:
+                self.status_callback(self.status())
+                next_status += status_every_s
+        return self.stats
+
+    def status(self):
+        """A snapshot for the status display: sensors alive, rate, estimate health, timing."""
+        sens = self.unit.sensor_status()
+        alive = sum(1 for s in sens if s["alive"])
+        st = self.stats.summary()
+        return {"frame": self.frame_index, "t_s": self.frame_index * self.period_s,
+                "sensors_alive": alive, "sensors": len(sens),
+                "calibrating": self.unit.calibrated is None, "health": self.unit.health,
+                "rate_hz": (1000.0 / st["period_mean_ms"]) if st.get("period_mean_ms") else self.rate_hz,
+                "busy_ms": st.get("busy_mean_ms", 0.0), "skipped": st["skipped"],
+                "output_errors": self.output_errors}
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+        if self.raw_log is not None:
+            self.raw_log.close()
+        self.unit.close()
+
+    def truth_values(self):
+        """(F, ndof) true joint values, one row per captured frame (simulated subject only)."""
+        return np.array(self.truth) if self.truth else np.zeros((0, self.unit.skeleton.ndof))

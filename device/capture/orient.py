@@ -1,0 +1,202 @@
+"""Joint angles from segment orientations: the capture unit's pass-through estimator.
+
+    from device.capture.orient import OrientEstimator
+    est = OrientEstimator(skeleton, dt_s=1/30, imu_links={"l_thigh_imu": 7, ...},
+                          mounts={"l_thigh_imu": R_link_sensor (3, 3)})
+    est.initialise(skeleton.home)
+    q = est.step(obs)     # obs.imu {name: (gyro_rad_s, accel_m_s2) | None}, obs.orient {name: quat}
+
+Each IMU gives its segment's world orientation: a BNO055 its fused quaternion, an MPU-6050 a
+per-sensor Mahony filter (gyro integration with the calibrated bias, accelerometer tilt
+correction; heading drifts). With R_w(link) = R_w(sensor) R_mount^T, a link's dofs are the
+least-squares fit of R_w(parent)^T R_w(link) = R_1(q_1) ... R_n(q_n) (Gauss-Newton on SO(3),
+batched over links, warm-started from the previous frame). A link whose sensor is stale keeps
+its last angles (prediction by holding). Translation dofs are not observed here and are
+returned as NaN (missing). Same interface as device.estimate's make_estimator().
+"""
+
+import numpy as np
+
+from device.capture.rot import axis_rot, exp_so3, log_so3, quat_to_mat
+
+
+class OrientEstimator:
+    def __init__(self, skeleton, dt_s, imu_links=None, mounts=None, iters=4, mahony_kp=1.0):
+        self.sk = skeleton
+        self.dt_s = dt_s
+        self.iters = iters
+        self.kp = mahony_kp
+        self.imu_links = dict(imu_links or {})           # feature name -> link index
+        self.mounts = {k: np.asarray(v, float) for k, v in (mounts or {}).items()}
+        self.gyro_bias = {}                              # name -> (3,) rad/s
+        self.q = skeleton.home.copy()
+        self.world = np.eye(3)                           # heading re-reference from calibration
+        self.health = 1.0
+        self._ahrs = {}                                  # name -> R_world_sensor
+        self.up = -skeleton.gravity / np.linalg.norm(skeleton.gravity)
+        rot = [j for j, d in enumerate(skeleton.dofs) if d.kind == "rotation"]
+        self._trans = np.array([j for j, d in enumerate(skeleton.dofs) if d.kind != "rotation"], int)
+        self._scale = skeleton.scales
+        # link -> its rotation dofs in order; links grouped by count for batched Gauss-Newton
+        self.link_rot = {}
+        for i, ln in enumerate(skeleton.links):
+            js = [j for j in ln.dofs if j in set(rot)]
+            if js:
+                self.link_rot[i] = js
+        # links whose three rotation axes are distinct, orthogonal, axis-aligned: closed form
+        self._euler = {}
+        for i, js in self.link_rot.items():
+            if len(js) != 3:
+                continue
+            A = np.array([skeleton.dofs[j].axis for j in js])
+            if np.allclose(np.abs(A @ A.T), np.eye(3), atol=1e-9):
+                flip = np.linalg.det(A) < 0
+                M = A.copy()
+                if flip:
+                    M[2] = -M[2]
+                self._euler[i] = (M, -1.0 if flip else 1.0)
+        self.sensor_of = {}
+        for name, i in self.imu_links.items():
+            self.sensor_of.setdefault(i, name)
+
+    def initialise(self, q0):
+        self.q = np.array(q0, float)
+
+    # -- segment orientations ---------------------------------------------------------------
+    def _sensor_world(self, name, reading, orient):
+        """R_world_sensor for one sensor, or None."""
+        if name in orient and orient[name] is not None:
+            q = np.asarray(orient[name], float)
+            if np.linalg.norm(q) < 0.5:          # a chip in a raw mode reports a zero quaternion
+                return None
+            return self.world @ quat_to_mat(q)
+        if reading is None:
+            return None
+        gyro, accel = np.asarray(reading[0], float), np.asarray(reading[1], float)
+        R = self._ahrs.get(name)
+        if R is None:
+            return None
+        w = gyro - self.gyro_bias.get(name, 0.0)
+        n = np.linalg.norm(accel)
+        if n > 1e-6:
+            # Mahony: e = a_hat x (R^T up); w' = w + kp e
+            w = w + self.kp * np.cross(accel / n, R.T @ self.up)
+        R = R @ exp_so3(w * self.dt_s)
+        self._ahrs[name] = R
+        return R
+
+    def start_ahrs(self, name, R_world_sensor):
+        """Initial orientation of a gyro/accel-only sensor (from the calibration pose)."""
+        self._ahrs[name] = np.asarray(R_world_sensor, float)
+
+    def link_rotation(self, i, q):
+        R = np.eye(3)
+        for j in self.link_rot.get(i, ()):
+            d = self.sk.dofs[j]
+            R = R @ axis_rot(d.axis, q[j] * d.scale)
+        return R
+
+    def step(self, obs):
+        imu = getattr(obs, "imu", None) or {}
+        orient = getattr(obs, "orient", None) or {}
+        Rw = {}
+        for name, i in self.imu_links.items():
+            if self.sensor_of.get(i) != name:
+                continue
+            Rs = self._sensor_world(name, imu.get(name), orient)
+            if Rs is not None:
+                Rw[i] = Rs @ self.mounts.get(name, np.eye(3)).T
+        observed = [i for i in self.link_rot if i in Rw]
+        self.health = len(observed) / max(1, len(self.link_rot))
+        # parents' world orientations; links without a fresh sensor chain from their parent
+        world = {}
+
+        def w(i):
+            if i < 0:
+                return np.eye(3)
+            if i not in world:
+                world[i] = Rw[i] if i in Rw else w(self.sk.links[i].parent) @ self.link_rotation(i, self.q)
+            return world[i]
+
+        groups = {}
+        for i in observed:
+            target = w(self.sk.links[i].parent).T @ Rw[i]
+            n = len(self.link_rot[i])
+            key = "euler" if i in self._euler else n
+            groups.setdefault(key, []).append((i, target))
+        for key, items in groups.items():
+            if key == "euler":
+                self._euler_solve(items)
+            else:
+                self._solve(key, items)
+        out = self.q.copy()
+        if len(self._trans):
+            out[self._trans] = np.nan
+        return out
+
+    def _euler_solve(self, items):
+        """R = R_a(x) R_b(y) R_c(z) with orthonormal a, b, c: in the basis M = [a; b; +-c],
+        M R M^T = Rx(x) Ry(y) Rz(+-z), decomposed in closed form:
+        y = atan2(R'02, hypot(R'00, R'01)), x = atan2(-R'12, R'22), z = atan2(-R'01, R'00)."""
+        idx = np.array([self.link_rot[i] for i, _ in items])
+        M = np.stack([self._euler[i][0] for i, _ in items])
+        sgn = np.array([self._euler[i][1] for i, _ in items])
+        T = np.stack([t for _, t in items])
+        Rp = M @ T @ np.swapaxes(M, 1, 2)
+        y = np.arctan2(Rp[:, 0, 2], np.hypot(Rp[:, 0, 0], Rp[:, 0, 1]))
+        x = np.arctan2(-Rp[:, 1, 2], Rp[:, 2, 2])
+        z = np.arctan2(-Rp[:, 0, 1], Rp[:, 0, 0]) * sgn
+        a = np.stack([x, y, z], 1)
+        sc = self._scale[idx]
+        axes = np.stack([[self.sk.dofs[j].axis for j in row] for row in idx])
+        a = self._branch(a, axes, idx, sc)
+        self.q[idx] = a / sc
+
+    def _solve(self, n, items):
+        """Batched Gauss-Newton: q <- q + (J^T J + lam I)^-1 J^T log(R(q)^T R_target)."""
+        G = len(items)
+        idx = np.array([self.link_rot[i] for i, _ in items])          # (G, n)
+        axes = np.stack([[self.sk.dofs[j].axis for j in row] for row in idx])   # (G, n, 3)
+        sc = self._scale[idx]                                          # (G, n)
+        T = np.stack([t for _, t in items])                            # (G, 3, 3)
+        a = self.q[idx] * sc                                           # radians
+        lam = 1e-9 * np.eye(n)
+        for _ in range(self.iters):
+            Rk = axis_rot(axes, a)                                     # (G, n, 3, 3)
+            # suffix products S_k = R_{k+1} ... R_n, so the body-frame Jacobian column is S_k^T a_k
+            S = [None] * n
+            acc = np.broadcast_to(np.eye(3), (G, 3, 3)).copy()
+            for k in range(n - 1, -1, -1):
+                S[k] = acc
+                acc = Rk[:, k] @ acc
+            R = acc                                                     # R_1 ... R_n
+            r = log_so3(np.swapaxes(R, 1, 2) @ T)                      # (G, 3)
+            J = np.stack([np.einsum("gji,gj->gi", S[k], axes[:, k]) for k in range(n)], -1)  # (G, 3, n)
+            JT = np.swapaxes(J, 1, 2)
+            da = np.linalg.solve(JT @ J + lam, (JT @ r[..., None]))[..., 0]
+            a = a + da
+        a = (a + np.pi) % (2 * np.pi) - np.pi
+        if n == 3:
+            a = self._branch(a, axes, idx, sc)
+        self.q[idx] = a / sc
+
+    def _branch(self, a, axes, idx, sc):
+        """Of the two angle triples of one rotation, the one inside the dof limits, else the one
+        with |middle| <= 90 deg (what BVH exporters write), for distinct orthogonal axes."""
+        ortho = np.abs(np.einsum("gi,gi->g", axes[:, 0], axes[:, 1])) + \
+            np.abs(np.einsum("gi,gi->g", axes[:, 1], axes[:, 2])) + \
+            np.abs(np.einsum("gi,gi->g", axes[:, 0], axes[:, 2])) < 1e-9
+        alt = np.stack([a[:, 0] + np.pi, np.pi - a[:, 1], a[:, 2] + np.pi], 1)
+        alt = (alt + np.pi) % (2 * np.pi) - np.pi
+        lo = self.sk.lo[idx] * sc
+        hi = self.sk.hi[idx] * sc
+
+        def outside(x):
+            return (np.maximum(lo - x, 0) + np.maximum(x - hi, 0)).sum(1)
+        oa, ob = outside(a), outside(alt)
+        pick = np.where(np.abs(oa - ob) > 1e-9, ob < oa, np.abs(alt[:, 1]) < np.abs(a[:, 1]))
+        pick &= ortho
+        return np.where(pick[:, None], alt, a)
+
+    def predicted_markers2d(self):
+        return {}

@@ -1,0 +1,172 @@
+"""Raw sensor logs (`--raw-log FILE`) and `replay:` sensor sources, including real recordings.
+
+    from device.capture.rawlog import RawLogWriter, open_replay
+    log = RawLogWriter("raw.jsonl", unit)          # the capture loop calls log.write(k, t_s, readings)
+    src = open_replay("replay:raw.jsonl")          # src.read(t_s) -> the same readings, frame by frame
+    src = open_replay("replay:sensor_data.csv")    # x-io CSV: Time (s), gyro deg/s, accel g[, mag uT]
+    src = open_replay("replay:02_undisturbed_slow_rotation_B.mat")   # BROAD (scipy.io.loadmat)
+
+A raw log is JSON Lines: a header line {"format": "motionstaff-rawlog", "version": 1, "rate_hz",
+"config", "skeleton"}, then one line per frame {"k", "t", "r": {name: [gx, gy, gz, ax, ay, az,
+(qw, qx, qy, qz)] | null}} in rad/s, m/s^2. Replaying it through build_unit(..., replay=src)
+reruns calibration and estimation with other settings. Recordings at another rate are resampled
+to the loop's: the gyro is averaged over each frame (the same rotation, to first order), the
+accelerometer is the last sample.
+"""
+
+import json
+
+import numpy as np
+
+from protocol.errors import FormatError
+
+G = 9.80665
+
+
+class RawLogWriter:
+    def __init__(self, path, unit):
+        self.f = open(path, "w")
+        head = {"format": "motionstaff-rawlog", "version": 1, "rate_hz": unit.rate_hz,
+                "config": unit.cfg, "sensors": unit.specs, "skeleton": unit.skeleton.to_dict()}
+        self.f.write(json.dumps(head, separators=(",", ":")) + "\n")
+
+    def write(self, k, t_s, readings):
+        r = {}
+        for name, v in readings.items():
+            if v is None:
+                r[name] = None
+            else:
+                row = list(v["gyro"]) + list(v["accel"])
+                if v.get("quat") is not None:
+                    row += list(v["quat"])
+                r[name] = [round(float(x), 7) for x in row]
+        self.f.write(json.dumps({"k": k, "t": round(t_s, 6), "r": r}, separators=(",", ":")) + "\n")
+        self.f.flush()
+
+    def close(self):
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+
+
+class JsonlReplay:
+    """Frames of a raw log, in order (read() ignores t_s: one frame per call)."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path) as f:
+            first = f.readline()
+            try:
+                self.head = json.loads(first)
+            except ValueError:
+                raise FormatError("%s: not a motionstaff raw log" % path)
+            if not isinstance(self.head, dict) or self.head.get("format") != "motionstaff-rawlog":
+                raise FormatError("%s: not a motionstaff raw log" % path)
+            self.lines = f.readlines()
+        self.rate_hz = self.head["rate_hz"]
+        self.k = 0
+
+    @property
+    def frames(self):
+        return len(self.lines)
+
+    def read(self, t_s=None):
+        if self.k >= len(self.lines):
+            raise EOFError("%s: end of the raw log" % self.path)
+        try:
+            d = json.loads(self.lines[self.k])
+        except ValueError:
+            raise FormatError("%s: line %d is not JSON" % (self.path, self.k + 2))
+        self.k += 1
+        out = {}
+        for name, row in d["r"].items():
+            if row is None:
+                out[name] = None
+            else:
+                out[name] = {"gyro": tuple(row[0:3]), "accel": tuple(row[3:6]),
+                             "quat": tuple(row[6:10]) if len(row) >= 10 else None}
+        return out
+
+
+class ArrayReplay:
+    """A single sensor's recording (times, gyro rad/s, accel m/s^2) resampled to the loop rate."""
+
+    def __init__(self, name, t_s, gyro_rad_s, accel_m_s2, rate_hz, path=""):
+        self.name = name
+        self.t = np.asarray(t_s, float) - float(t_s[0])
+        self.gyro = np.asarray(gyro_rad_s, float)
+        self.accel = np.asarray(accel_m_s2, float)
+        self.rate_hz = rate_hz
+        self.path = path
+        self.k = 0
+        self._i = 0
+
+    @property
+    def frames(self):
+        return int(self.t[-1] * self.rate_hz)
+
+    def read(self, t_s=None):
+        t_end = (self.k + 1) / self.rate_hz
+        if t_end > self.t[-1]:
+            raise EOFError("%s: end of the recording" % self.path)
+        j = int(np.searchsorted(self.t, t_end, side="right"))
+        i = self._i
+        if j <= i:
+            j = i + 1
+        g = self.gyro[i:j].mean(0)
+        a = self.accel[j - 1]
+        self._i = j
+        self.k += 1
+        return {self.name: {"gyro": tuple(g), "accel": tuple(a), "quat": None}}
+
+
+def xio_csv(path, name="imu", rate_hz=100.0):
+    """x-io CSV (Fusion / Gait-Tracking): Time (s), Gyroscope deg/s x3, Accelerometer g x3, ..."""
+    try:
+        data = np.genfromtxt(path, delimiter=",", skip_header=1)
+    except ValueError as e:
+        raise FormatError("%s: not an x-io CSV (%s)" % (path, e))
+    if data.ndim != 2 or data.shape[1] < 7:
+        raise FormatError("%s: expected Time, 3 gyro, 3 accel columns" % path)
+    return ArrayReplay(name, data[:, 0], np.radians(data[:, 1:4]), data[:, 4:7] * G, rate_hz, path)
+
+
+def broad_mat(path, name="imu", rate_hz=None):
+    """A BROAD benchmark trial (imu_gyr rad/s, imu_acc m/s^2, opt_quat reference); .reference."""
+    import scipy.io
+    m = scipy.io.loadmat(path)
+    fs = float(np.ravel(m["sampling_rate"])[0])
+    n = m["imu_gyr"].shape[0]
+    src = ArrayReplay(name, np.arange(n) / fs, m["imu_gyr"], m["imu_acc"], rate_hz or fs, path)
+    src.reference_quat = m["opt_quat"]
+    src.sample_rate_hz = fs
+    return src
+
+
+def open_replay(url, rate_hz=None, name="imu"):
+    """A replay source for "replay:FILE" (.jsonl raw log, .csv x-io, .mat BROAD)."""
+    path = url[len("replay:"):] if url.startswith("replay:") else url
+    if path.endswith(".csv"):
+        return xio_csv(path, name, rate_hz or 100.0)
+    if path.endswith(".mat"):
+        return broad_mat(path, name, rate_hz)
+    return JsonlReplay(path)
+
+
+def single_imu_config(rate_hz, name="imu"):
+    """A unit config for one IMU on a free-floating body (orientation rows yaw, pitch, roll)."""
+    return {"format": "motionstaff-unit", "version": 1, "rate_hz": float(rate_hz), "bits": 16,
+            "body": "single-imu", "estimator": "orient", "subject": None,
+            "calibration": {"still_s": 0.5}, "buses": {"main": "sim-i2c://"},
+            "sensors": [{"name": name, "chip": "mpu6050", "bus": "main", "addr": 0x68,
+                         "link": "body"}], "outputs": []}
+
+
+def single_imu_skeleton():
+    from device.body.skeleton import Dof, Feature, Link, Skeleton
+    links = [Link("body", -1, (0, 0, 0), 0.1)]
+    dofs = [Dof("yaw", 0, "rotation", (0, 0, 1), -180, 180),
+            Dof("pitch", 0, "rotation", (0, 1, 0), -90, 90),
+            Dof("roll", 0, "rotation", (1, 0, 0), -180, 180)]
+    return Skeleton(links, dofs, [Feature("imu", 0, "imu", (0, 0, 0))], name="single-imu",
+                    gravity=(0.0, 0.0, -9.81))

@@ -1,0 +1,217 @@
+"""The simulated subject: a body performing a motion, wearing IMUs, driving the sim chips.
+
+    from device.capture.subject import Subject
+    subj = Subject(skeleton, clip_or_fn, sensors=[{"name": "l_thigh_imu", "chip": "bno055",
+                   "link": "l_thigh"}], seed=1)
+    subj.attach(spec, sim_bus)     # puts a SimBNO055 / SimMPU6050 (behind a SimTCA9548A) on it
+    subj.advance(t_s)              # the body at t (the chips' truth callables read this state)
+    subj.q_true(t_s)               # the TRUE joint values (dof units) for --truth
+
+The body is a skeleton moved by a clip (device.capture.bvhclip.Clip: its own BVH skeleton, so
+the truth is exactly the clip's channels, linearly interpolated) or by a function t -> q. The
+subject first stands still in the skeleton's home pose for calib_s seconds (the calibration
+pose), then blends into the motion over blend_s. Each IMU is mounted on its link with a seeded
+random misalignment (mount_error_deg) that calibration must find, and has gyro bias, bias drift
+(random walk), white noise on every channel, fused-orientation noise and sample-time jitter.
+Transfers fail with probability dropout (the bus fault hook) and scheduled outages power a
+chip off and on again (it comes back in its reset state). Everything is seeded.
+"""
+
+import numpy as np
+
+from device.body.kinematics import forward_kinematics
+from device.capture.rot import exp_so3, log_so3, mat_to_quat
+from device.hal.tca9548a import SimTCA9548A
+from device.sensors.bno055_sim import SimBNO055
+from device.sensors.mpu6050_sim import SimMPU6050
+
+NOISE = {
+    "gyro_noise_dps": 0.1, "gyro_bias_dps": 0.5, "gyro_bias_walk_dps_sqrt_s": 0.02,
+    "accel_noise_m_s2": 0.03, "accel_bias_m_s2": 0.05, "quat_noise_deg": 0.15,
+    "mag_noise_ut": 0.3, "mount_error_deg": 8.0, "jitter_s": 0.0005, "dropout": 0.001,
+}
+FIELD_UT = 45.0
+
+
+class Subject:
+    def __init__(self, skeleton, motion, sensors, seed=0, calib_s=1.0, blend_s=0.5, noise=None,
+                 outages=()):
+        self.sk = skeleton
+        self.motion = motion
+        self.calib_s = float(calib_s)
+        self.blend_s = float(blend_s)
+        self.noise = dict(NOISE)
+        self.noise.update(noise or {})
+        self.rng = np.random.default_rng(seed)
+        self.outages = [dict(o) for o in outages]
+        self.t_s = 0.0
+        self._last_t = None
+        g = skeleton.gravity
+        self.g = g
+        up = -g / np.linalg.norm(g)
+        # a magnetic field with a horizontal component and a dip towards the ground
+        horiz = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        horiz = horiz - up * (horiz @ up)
+        horiz /= np.linalg.norm(horiz)
+        self.field_ut = FIELD_UT * (0.45 * horiz - 0.89 * up)
+        self.sensors = []
+        self.index = {}
+        n = self.noise
+        for s in sensors:
+            link = skeleton.link_index(s["link"]) if isinstance(s["link"], str) else int(s["link"])
+            mis = exp_so3(self.rng.normal(size=3) * np.radians(n["mount_error_deg"]) / np.sqrt(3))
+            nominal = _rpy(s.get("mount_rpy_deg", (0, 0, 0)))
+            rec = {"name": s["name"], "chip": s.get("chip", "bno055"), "link": link,
+                   "pos": np.asarray(s.get("position", (0.0, 0.0, 0.0)), float),
+                   "R_mount": nominal @ mis, "R_nominal": nominal,
+                   "gyro_bias": self.rng.normal(size=3) * np.radians(n["gyro_bias_dps"]),
+                   "accel_bias": self.rng.normal(size=3) * n["accel_bias_m_s2"],
+                   "state": None, "chip_obj": None, "where": None}
+            self.index[s["name"]] = len(self.sensors)
+            self.sensors.append(rec)
+        self._links = np.array([r["link"] for r in self.sensors], int)
+        self._pos = np.array([r["pos"] for r in self.sensors]).reshape(-1, 3)
+        self._mount = np.array([r["R_mount"] for r in self.sensors]).reshape(-1, 3, 3)
+        if hasattr(motion, "values"):
+            v = np.array(motion.values, float)
+            rot = np.array([d.kind == "rotation" for d in skeleton.dofs])
+            v[:, rot] = np.degrees(np.unwrap(np.radians(v[:, rot]), axis=0))
+            self._clip_values = v
+            self.duration_s = self.calib_s + self.blend_s + motion.duration_s
+        else:
+            self._clip_values = None
+            self.duration_s = float("inf")
+        self._home = skeleton.home.copy()
+        if self._clip_values is not None:
+            # the calibration pose stands where the clip starts (root position), facing +0
+            for j, d in enumerate(skeleton.dofs):
+                if d.kind == "translation" and skeleton.links[d.link].parent < 0:
+                    self._home[j] = self._clip_values[0, j]
+
+    # -- the motion -----------------------------------------------------------------------
+    def _motion_q(self, t):
+        if self._clip_values is None:
+            return np.asarray(self.motion(t), float)
+        v = self._clip_values
+        x = t / self.motion.frame_time_s
+        i = int(np.clip(np.floor(x), 0, len(v) - 1))
+        j = min(i + 1, len(v) - 1)
+        f = float(np.clip(x - i, 0.0, 1.0))
+        return v[i] * (1 - f) + v[j] * f
+
+    def q_true(self, t_s):
+        """True joint values at t_s (dof units; rotations wrapped to [-180, 180))."""
+        if t_s < self.calib_s:
+            q = self._home.copy()
+        else:
+            tm = t_s - self.calib_s - self.blend_s
+            q = self._motion_q(max(tm, 0.0))
+            if tm < 0:
+                # blend from the calibration pose into the first frame (smoothstep)
+                u = (t_s - self.calib_s) / self.blend_s
+                u = u * u * (3 - 2 * u)
+                q = self._home + (q - self._home) * u
+        for j, d in enumerate(self.sk.dofs):
+            if d.kind == "rotation" and d.unit == "deg":
+                q[j] = (q[j] + 180.0) % 360.0 - 180.0
+        return q
+
+    # -- the sensors ----------------------------------------------------------------------
+    def _kinematics(self, t_s, h=1.0 / 240):
+        """World R (K, 3, 3), p (K, 3) of every sensor at t-h, t, t+h."""
+        qs = np.stack([self.q_true(t_s - h), self.q_true(t_s), self.q_true(t_s + h)])
+        # keep the three frames on one branch of each angle (no 360 jumps in differences)
+        rot = np.array([d.kind == "rotation" for d in self.sk.dofs])
+        for k in (0, 2):
+            dq = qs[k, rot] - qs[1, rot]
+            qs[k, rot] = qs[1, rot] + (dq + 180.0) % 360.0 - 180.0
+        pose = forward_kinematics(self.sk, qs)
+        Rl = pose.link_rot[:, self._links]                          # (3, K, 3, 3)
+        pl = pose.link_pos_m[:, self._links]                        # (3, K, 3)
+        R = Rl @ self._mount[None]
+        p = pl + np.einsum("fkij,kj->fki", Rl, self._pos)
+        return R, p, h
+
+    def advance(self, t_s):
+        """Compute every sensor's output at t_s (with per-sensor sample-time jitter)."""
+        n = self.noise
+        dt = 0.0 if self._last_t is None else max(t_s - self._last_t, 0.0)
+        self._last_t = t_s
+        self.t_s = t_s
+        jit = float(self.rng.normal() * n["jitter_s"])
+        R, p, h = self._kinematics(t_s + jit)
+        K = len(self.sensors)
+        # angular velocity in the sensor frame: log(R(t-h)^T R(t+h)) / 2h
+        w = log_so3(np.swapaxes(R[0], 1, 2) @ R[2]) / (2 * h)
+        # specific force: R^T (a - g), a by central differences
+        a = (p[2] - 2 * p[1] + p[0]) / (h * h)
+        f = np.einsum("kji,kj->ki", R[1], a - self.g[None])
+        mag = np.einsum("kji,j->ki", R[1], self.field_ut)
+        qn = exp_so3(self.rng.normal(size=(K, 3)) * np.radians(n["quat_noise_deg"]))
+        quat = mat_to_quat(R[1] @ qn)
+        gn = self.rng.normal(size=(K, 3)) * np.radians(n["gyro_noise_dps"])
+        an = self.rng.normal(size=(K, 3)) * n["accel_noise_m_s2"]
+        mn = self.rng.normal(size=(K, 3)) * n["mag_noise_ut"]
+        walk = self.rng.normal(size=(K, 3)) * np.radians(n["gyro_bias_walk_dps_sqrt_s"]) * np.sqrt(dt)
+        for k, s in enumerate(self.sensors):
+            s["gyro_bias"] = s["gyro_bias"] + walk[k]
+            s["state"] = {"gyro_rad_s": tuple(w[k] + s["gyro_bias"] + gn[k]),
+                          "accel_m_s2": tuple(f[k] + s["accel_bias"] + an[k]),
+                          "mag_ut": tuple(mag[k] + mn[k]), "quat_wxyz": tuple(quat[k]),
+                          "temp_c": 25.0}
+        self._outages(t_s)
+
+    def _outages(self, t_s):
+        for o in self.outages:
+            s = self.sensors[self.index[o["sensor"]]]
+            out = o["start_s"] <= t_s < o["end_s"]
+            if out and s["where"] is not None and not o.get("_off"):
+                tbl, addr = s["where"]
+                tbl.pop(addr, None)
+                o["_off"] = True
+            elif not out and o.get("_off"):
+                tbl, addr = s["where"]
+                tbl[addr] = s["chip_obj"] = self._make_chip(s)
+                o["_off"] = False
+
+    # -- the hardware ---------------------------------------------------------------------
+    def _make_chip(self, s):
+        if s["chip"] == "bno055":
+            return SimBNO055(truth=lambda s=s: s["state"])
+        st = s
+
+        def truth():
+            d = st["state"]
+            return d["gyro_rad_s"], d["accel_m_s2"], d["temp_c"]
+        return SimMPU6050(who_am_i=0x71 if s["chip"] == "mpu9250" else 0x68, truth=truth)
+
+    def attach(self, spec, bus):
+        """Put sensor spec's simulated chip on a SimI2C bus (behind its multiplexer if any)."""
+        s = self.sensors[self.index[spec["name"]]]
+        if s["state"] is None:
+            self.advance(self.t_s)
+        chip = self._make_chip(s)
+        mux = spec.get("mux")
+        if mux:
+            m = bus.devices.get(mux["addr"])
+            if m is None:
+                m = bus.attach(mux["addr"], SimTCA9548A())
+            m.attach(mux["channel"], spec["addr"], chip)
+            s["where"] = (m.channels[mux["channel"]], spec["addr"])
+        else:
+            bus.attach(spec["addr"], chip)
+            s["where"] = (bus.devices, spec["addr"])
+        s["chip_obj"] = chip
+        p = self.noise["dropout"]
+        if p > 0 and getattr(bus, "fault_hook", None) is None:
+            rng = np.random.default_rng(self.rng.integers(1 << 31))
+            bus.fault_hook = lambda addr: rng.random() < p
+        return chip
+
+    def true_mount(self, name):
+        return self.sensors[self.index[name]]["R_mount"]
+
+
+def _rpy(rpy_deg):
+    r, p, y = np.radians(rpy_deg)
+    return exp_so3(np.array([0, 0, y])) @ exp_so3(np.array([0, p, 0])) @ exp_so3(np.array([r, 0, 0]))

@@ -1,0 +1,236 @@
+"""The capture unit assembled from its configuration: skeleton, buses, sensor slots, subject, estimator.
+
+    from device.capture.config import default_config
+    from device.capture.unit import build_unit
+    unit = build_unit(default_config())      # the simulated subject on sim-i2c buses
+    readings = unit.read(t_s)                # {name: {"gyro", "accel", "quat"} | None}
+    q = unit.estimate(t_s, readings)         # (ndof,) dof units, NaN = not estimated
+
+Calibration runs first: for calibration still_s seconds the unit collects readings (the subject
+stands in the home pose), then aligns sensors to segments and starts the estimator from that
+pose. A `replay` source replaces the buses with a raw log (device.capture.rawlog).
+"""
+
+import importlib
+
+import numpy as np
+
+from device.body.human import human_model
+from device.body.skeleton import Skeleton
+from device.capture.bvhclip import load_bvh
+from device.capture.calibrate import StillCalibration
+from device.capture.config import BUILTIN_CLIP, place_sensors
+from device.capture.orient import OrientEstimator
+from device.capture.rot import mat_to_quat
+from device.capture.subject import Subject, _rpy
+from device.hal import open_i2c
+from device.hal.tca9548a import TCA9548A
+from device.sensors.health import SensorSlot
+
+
+def _driver(spec, bus, muxes):
+    mux = spec.get("mux")
+    if mux:
+        key = (spec["bus"], mux["addr"])
+        if key not in muxes:
+            muxes[key] = TCA9548A(bus, mux["addr"])
+        bus = muxes[key].channel(mux["channel"])
+    chip = spec["chip"]
+    if chip == "bno055":
+        from device.sensors.bno055 import BNO055
+        return BNO055(bus, spec["addr"], mode=spec.get("mode", "NDOF"))
+    from device.sensors.mpu6050 import MPU6050
+    return MPU6050(bus, spec["addr"], accel_range_g=spec.get("accel_range_g", 8),
+                   gyro_range_dps=spec.get("gyro_range_dps", 1000))
+
+
+def normalise(chip, reading):
+    """A driver's read() as {"gyro", "accel", "quat"} (quat None for gyro/accel-only chips)."""
+    if reading is None:
+        return None
+    if chip == "bno055":
+        return {"gyro": reading[0], "accel": reading[1], "quat": reading[2]}
+    return {"gyro": reading[0], "accel": reading[1], "quat": None}
+
+
+class Obs:
+    """What the estimator sees each frame (the device.estimate Observation fields + orient)."""
+
+    __slots__ = ("t_s", "imu", "orient", "markers3d", "markers2d", "camera")
+
+    def __init__(self, t_s, imu, orient):
+        self.t_s, self.imu, self.orient = t_s, imu, orient
+        self.markers3d, self.markers2d, self.camera = {}, {}, None
+
+
+class Unit:
+    def __init__(self, cfg, clip_path=None, replay=None, skeleton=None):
+        self.cfg = cfg
+        self.rate_hz = float(cfg["rate_hz"])
+        self.dt_s = 1.0 / self.rate_hz
+        sub = cfg.get("subject")
+        self.clip = None
+        body = cfg["body"]
+        if skeleton is not None:
+            self.skeleton = skeleton
+        elif body == "single-imu":
+            from device.capture.rawlog import single_imu_skeleton
+            self.skeleton = single_imu_skeleton()
+        elif body == "clip":
+            self.clip = load_bvh(clip_path or _clip_path(sub))
+            self.skeleton = self.clip.skeleton
+        elif body in ("human", "human-floating"):
+            self.skeleton = human_model(floating=body == "human-floating")
+        else:
+            self.skeleton = Skeleton.load(body)
+        sk = self.skeleton
+        specs = cfg.get("sensors") or place_sensors(sk, cfg.get("chip", "bno055"))
+        self.specs = specs
+        self.subject = None
+        if sub is not None and replay is None:
+            motion = self.clip if self.clip is not None else _synthetic_motion(sk, sub.get("seed", 1))
+            self.subject = Subject(sk, motion, specs, seed=sub.get("seed", 1),
+                                   calib_s=sub.get("calib_s", 1.0), blend_s=sub.get("blend_s", 0.5),
+                                   noise=sub.get("noise"), outages=sub.get("outages", ()))
+        self.replay = replay
+        self.buses = {}
+        self.slots = []
+        self._chip = {}
+        muxes = {}
+        if replay is None:
+            for name, url in cfg["buses"].items():
+                self.buses[name] = open_i2c(url)
+            for s in specs:
+                bus = self.buses[s["bus"]]
+                if self.subject is not None:
+                    self.subject.attach(s, bus)
+                self.slots.append(SensorSlot(s["name"], _driver(s, bus, muxes)))
+                self._chip[s["name"]] = s["chip"]
+            for slot in self.slots:
+                slot.start()
+        else:
+            for s in specs:
+                self._chip[s["name"]] = s["chip"]
+        cal_sensors = [{"name": s["name"], "link": sk.link_index(s["link"]),
+                        "R_nominal": _rpy(s.get("mount_rpy_deg", (0, 0, 0)))} for s in specs]
+        self.cal_sensors = cal_sensors
+        still_s = (cfg.get("calibration") or {}).get("still_s", 1.0)
+        self.calibration = StillCalibration(sk, cal_sensors, frames=max(1, int(round(still_s * self.rate_hz))))
+        self.calibrated = None
+        self.estimator = None
+        self.last_q = sk.home.copy()
+
+    # -- a frame ------------------------------------------------------------------------
+    def read(self, t_s):
+        """Every sensor's normalised reading at t_s (None when stale)."""
+        if self.replay is not None:
+            return self.replay.read(t_s)
+        if self.subject is not None:
+            self.subject.advance(t_s)
+        out = {}
+        for slot in self.slots:
+            out[slot.name] = normalise(self._chip[slot.name], slot.sample())
+        return out
+
+    def estimate(self, t_s, readings):
+        """Joint values for this frame; during calibration the calibration pose."""
+        if self.calibrated is None:
+            self.calibration.add(readings)
+            if self.calibration.done:
+                self._finish_calibration()
+            q = self.skeleton.home.copy()           # the calibration pose; positions unobserved
+            for j, d in enumerate(self.skeleton.dofs):
+                if d.kind != "rotation":
+                    q[j] = np.nan
+            return q
+        imu = {}
+        orient = {}
+        for name, r in readings.items():
+            if r is None:
+                imu[name] = None
+                continue
+            imu[name] = (np.asarray(r["gyro"]), np.asarray(r["accel"]))
+            if r.get("quat") is not None:
+                orient[name] = r["quat"]
+        q = self.estimator.step(Obs(t_s, imu, orient))
+        self.last_q = q
+        return q
+
+    def _finish_calibration(self):
+        res = self.calibration.result()
+        self.calibrated = res
+        sk = self.skeleton
+        imu_links = {s["name"]: s["link"] for s in self.cal_sensors}
+        # the calibrated mounting goes into the skeleton's IMU features (used by model estimators)
+        for s in self.specs:
+            R = res["mounts"].get(s["name"])
+            fname = s["name"]
+            for f in sk.features:
+                if f.name == fname and R is not None:
+                    f.orientation = mat_to_quat(R)
+        name = self.cfg.get("estimator", "orient")
+        if name == "orient":
+            est = OrientEstimator(sk, self.dt_s, imu_links, res["mounts"])
+            est.world = res["world"]
+            est.gyro_bias = res["gyro_bias"]
+            for n, R in res["ahrs"].items():
+                est.start_ahrs(n, R)
+        else:
+            mod = importlib.import_module("device.estimate")
+            est = mod.make_estimator(name, sk, self.dt_s)
+        est.initialise(sk.home.copy())
+        self.estimator = est
+
+    @property
+    def health(self):
+        if self.estimator is None:
+            return 0.0
+        return float(getattr(self.estimator, "health", 1.0))
+
+    def sensor_status(self):
+        return [s.status() for s in self.slots]
+
+    def close(self):
+        for b in self.buses.values():
+            b.close()
+
+
+def _clip_path(sub):
+    clip = (sub or {}).get("clip", "builtin")
+    return BUILTIN_CLIP if clip in (None, "builtin") else clip
+
+
+def _synthetic_motion(sk, seed):
+    """A smooth seeded motion inside every rotation dof's range (for models without a clip)."""
+    rng = np.random.default_rng(seed)
+    n = sk.ndof
+    f = rng.uniform(0.2, 1.0, (n, 3))
+    ph = rng.uniform(0, 2 * np.pi, (n, 3))
+    lo, hi = sk.lo.copy(), sk.hi.copy()
+    mid = np.clip(0.0, lo, hi)
+    amp = np.minimum(hi - mid, mid - lo)
+    amp = np.where(amp > 0, amp, (hi - lo) / 2) * 0.35
+    amp = np.minimum(amp, 40.0)
+    rot = np.array([d.kind == "rotation" for d in sk.dofs])
+    centre = np.where(amp > 0, mid + np.where(hi - mid > mid - lo, amp, -amp) * 0.0, mid)
+    home = sk.home
+
+    def q(t):
+        s = np.sin(2 * np.pi * f * t + ph).sum(1) / 3.0
+        out = home.copy()
+        out[rot] = (centre + amp * s)[rot]
+        lo_in = out < lo
+        out[lo_in] = lo[lo_in]
+        out[out > hi] = hi[out > hi]
+        return out
+    return q
+
+
+def build_unit(cfg, clip_path=None, replay=None, skeleton=None):
+    """The unit for a config; replay (a device.capture.rawlog source) replaces the buses; a raw
+    log brings its own config and skeleton."""
+    if replay is not None and hasattr(replay, "head"):
+        from device.body.skeleton import Skeleton
+        cfg = dict(replay.head["config"], sensors=replay.head["sensors"], subject=None)
+        skeleton = skeleton or Skeleton.from_dict(replay.head["skeleton"])
+    return Unit(cfg, clip_path=clip_path, replay=replay, skeleton=skeleton)

@@ -1,0 +1,153 @@
+"""The whole-body joint-space EKF: one filter class, the process model decides what it is.
+
+    from device.estimate import make_estimator
+    est = make_estimator("ekf", skeleton, dt_s=1 / 60)      # torque state [q, qd, tau], RK4
+    est.initialise(q0_dof)                                  # e.g. from device.body.ik
+    q_dof = est.step(obs)                                   # predict + update, (ndof,) dof units
+    est.predicted_markers2d()                               # {name: (u, v, radius_px)}
+
+Each step (filterpy's equations, full covariance, state in SI units):
+  predict   x- = f(x+)  (RK4 / Euler on the dynamics, or the linear CV / CA model)
+            P- = A P+ A' + Q
+  update    only the observations present make rows (z, h(x-), H, R = diag(r)), then
+            S = H P- H' + R ;  K = P- H' S^-1  (Cholesky solve, no inverse)
+            x+ = x- + K (z - h(x-))
+            P+ = (I - K H) P- (I - K H)' + K R K'   (Joseph form: stays symmetric positive
+                 semi-definite under round-off and for a sub-optimal K)
+After the update the angles are clamped to the skeleton's ranges (clamp=True).
+"""
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+
+class JointEKF:
+    """EKF over a skeleton's dofs with a process model (device/estimate/process.py) and a
+    measurement model (device/estimate/measurement.py).
+
+    p0_sigma: initial standard deviations of (q rad, qd rad/s, third block) where the third
+    block is tau (as an acceleration-equivalent, rad/s^2, scaled by diag M) or qdd (rad/s^2).
+    """
+
+    def __init__(self, process, measurement, p0_sigma=(0.03, 0.3, 20.0), clamp=True, camera=None):
+        self.process = process
+        self.meas = measurement
+        self.model = process.model
+        self.skeleton = self.model.skeleton
+        self.n = self.model.n
+        self.nx = process.nx
+        self.dt_s = process.dt_s
+        self.p0_sigma = p0_sigma
+        self.clamp = clamp
+        self.camera = camera
+        self.lo_si = self.model.to_si(self.skeleton.lo)
+        self.hi_si = self.model.to_si(self.skeleton.hi)
+        self.x = None
+        self.P = None
+        self.lin = None
+        self.nis = np.nan          # normalised innovation squared of the last update
+        self.nz = 0                # rows in the last update
+
+    # -- state ------------------------------------------------------------------------------------
+    def initialise(self, q0_dof, qd0_dof=None, p0_sigma=None):
+        """Start at q0 (dof units) at rest (or moving at qd0, dof units per second)."""
+        q0 = self.model.to_si(np.asarray(q0_dof, float).reshape(self.n))
+        qd0 = None if qd0_dof is None else self.model.to_si(qd0_dof)
+        self.x = self.process.initial_state(q0, qd0)
+        s = self.p0_sigma if p0_sigma is None else p0_sigma
+        n = self.n
+        var = np.empty(self.nx)
+        var[:n] = s[0] ** 2
+        var[n:2 * n] = s[1] ** 2
+        if self.process.nblocks == 3:
+            third = s[2] ** 2 * np.ones(n)
+            if hasattr(self.process, "q_var") and self.process.__class__.__name__ == "TorqueProcess":
+                kin = self.model.kinematics(q0)
+                d = np.diag(self.model.mass_matrix(kin)) + self.model.armature
+                third = (s[2] * np.maximum(d, 1e-6)) ** 2
+            var[2 * n:] = third
+        self.P = np.diag(var)
+        self.lin = self.process.linearise(self.x)
+        return self
+
+    @property
+    def q_dof(self):
+        return self.model.from_si(self.x[:self.n])
+
+    @property
+    def qd_dof(self):
+        return self.model.from_si(self.x[self.n:2 * self.n])
+
+    # -- the filter -------------------------------------------------------------------------------
+    def predict(self):
+        # x- = f(x+) ; P- = A P A' + Q
+        self.x, A, Q = self.process.predict(self.x, self.lin)
+        self.P = A @ self.P @ A.T + Q
+        self.lin = self.process.linearise(self.x)
+
+    def update(self, obs):
+        z, h, H, r = self.meas.linearise(self.lin, obs, self.nx)
+        self.nz = len(z)
+        if self.nz:
+            P = self.P
+            # y = z - h(x)
+            y = z - h
+            PHT = P @ H.T
+            # S = H P H' + R
+            S = H @ PHT + np.diag(r)
+            c = cho_factor(S, lower=True, check_finite=False)
+            # K = P H' S^-1
+            K = cho_solve(c, PHT.T, check_finite=False).T
+            # x = x + K y
+            self.x = self.x + K @ y
+            self.nis = float(y @ cho_solve(c, y, check_finite=False))
+            # P = (I - K H) P (I - K H)' + K R K'
+            IKH = np.eye(self.nx) - K @ H
+            self.P = IKH @ P @ IKH.T + (K * r) @ K.T
+        if self.clamp:
+            self.x[:self.n] = np.clip(self.x[:self.n], self.lo_si, self.hi_si)
+        # self.lin (at the prior) stays: the next predict takes A from it (one dynamics
+        # evaluation less per step than re-linearising at the posterior)
+
+    def step(self, obs):
+        """Predict one dt and update with obs; returns q (ndof,) in dof units."""
+        if self.x is None:
+            raise RuntimeError("initialise(q0) the estimator before step()")
+        if obs is not None and obs.camera is not None:
+            self.camera = obs.camera
+        self.predict()
+        if obs is not None:
+            self.update(obs)
+        return self.q_dof
+
+    def predicted_markers2d(self, camera=None, k_sigma=3.0, kinds=("marker",)):
+        """Search windows for the next frame: {name: (u_px, v_px, radius_px)}.
+
+        The marker positions one dt ahead (q + dt qd), projected; the radius is k_sigma times
+        the largest standard deviation of the projected position covariance
+        J_uv P_qq J_uv' (plus the pixel noise), J_uv = dproject/dp J(p).
+        """
+        cam = camera or self.camera
+        if cam is None or self.x is None:
+            return {}
+        n, m = self.n, self.model
+        q = self.x[:n] + self.dt_s * self.x[n:2 * n]
+        kin = m.kinematics(q)
+        sk = self.skeleton
+        idx = np.array([k for k, f in enumerate(sk.features) if f.kind in kinds], int)
+        if not len(idx):
+            return {}
+        p, _, _ = self.meas.features(kin, idx)
+        uv = cam.project(p)
+        J = cam.project_jacobian(p) @ m.point_jacobian(kin, self.meas.f_link[idx], p)   # (K, 2, n)
+        # Sigma_uv = J P_qq J' (P_qq propagated one step: P_qq + dt^2 P_qdqd + cross terms)
+        Pqq = self.P[:n, :n] + self.dt_s * (self.P[:n, n:2 * n] + self.P[n:2 * n, :n]) \
+            + self.dt_s ** 2 * self.P[n:2 * n, n:2 * n]
+        cov = J @ Pqq @ J.transpose(0, 2, 1)
+        lam = np.linalg.eigvalsh(cov)[:, -1]
+        rad = k_sigma * np.sqrt(np.maximum(lam, 0.0) + self.meas.pixel_sigma ** 2)
+        out = {}
+        for k, i in enumerate(idx):
+            if np.all(np.isfinite(uv[k])):
+                out[sk.features[i].name] = (float(uv[k, 0]), float(uv[k, 1]), float(rad[k]))
+        return out

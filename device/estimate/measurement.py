@@ -1,0 +1,192 @@
+"""Observation models h(x) and H = dh/dx for IMUs, 3D markers and 2D markers in one camera.
+
+    from device.estimate.measurement import MeasurementModel
+    mm = MeasurementModel(model)                          # model: device.body.dynamics.RigidBodyModel
+    z, h, H, r = mm.linearise(lin, obs, nx)               # lin: process.Linearisation at the prior
+
+Only observations present in `obs` make rows (missing ones simply drop out). Rows, in order:
+3D markers (x, y, z per marker), 2D markers (u, v), IMUs (gyro xyz, accel xyz). r: variances.
+
+For a feature on link l (world position p, sensor rotation Rs = R_link R_feature):
+  marker3d  h = p,              H_q = J(p)  (columns a_j x (p - o_j) or a_j, from FK dof axes)
+  marker2d  h = project(p),     H_q = dproject/dp J(p)
+  gyro      h = Rs' w,          H_qd = Rs' Jw,  H_q[:, i] = -Rs' (a_i x w_i)   (exact)
+  accel     h = Rs' (pdd - g),  pdd = J qdd + Jdot qd,
+            H = Rs' [-(a_i x (pdd - g)) + d(J qdd)/dq_i ,  Jdot + d(J qd)/dq ,  0] + Rs' J dqdd/dx
+  (exact except d(Jdot qd)/dq, second order in qd, which is dropped; dqdd/dx from the process
+  model). w_i is the angular velocity of dof i's frame.
+"""
+
+import numpy as np
+
+from device.body.dynamics import _cross
+
+
+class MeasurementModel:
+    """Stacks observation rows for a skeleton's features (noise standard deviations in SI)."""
+
+    def __init__(self, model, gyro_sigma_rad_s=0.02, accel_sigma_m_s2=0.3, marker_sigma_m=0.005,
+                 pixel_sigma_px=2.0):
+        self.model = model
+        sk = model.skeleton
+        self.index = {f.name: k for k, f in enumerate(sk.features)}
+        self.f_link = np.array([f.link for f in sk.features], int)
+        self.f_pos = np.array([f.position for f in sk.features]).reshape(-1, 3)
+        self.f_rot = np.array([f.rotation() for f in sk.features]).reshape(-1, 3, 3)
+        self.gyro_sigma = float(gyro_sigma_rad_s)
+        self.accel_sigma = float(accel_sigma_m_s2)
+        self.marker_sigma = float(marker_sigma_m)
+        self.pixel_sigma = float(pixel_sigma_px)
+
+    def _indices(self, table, what):
+        names, vals = [], []
+        for name, v in table.items():
+            if v is None:
+                continue
+            if name not in self.index:
+                raise ValueError("%s: no feature named %r in skeleton %r"
+                                 % (what, name, self.model.skeleton.name))
+            v = np.asarray(v, float).ravel()
+            if not np.all(np.isfinite(v)):
+                continue                      # NaN or inf: treated as missing
+            names.append(self.index[name])
+            vals.append(v)
+        return np.array(names, int), vals
+
+    def features(self, kin, idx):
+        """World positions (K, 3), sensor rotations (K, 3, 3) and dof bodies (K,) of features."""
+        RL, pL = self.model.link_frames(kin)
+        lk = self.f_link[idx]
+        R = RL[lk]
+        p = pL[lk] + np.einsum("kij,kj->ki", R, self.f_pos[idx])
+        return p, R @ self.f_rot[idx], self.model.link_body[lk]
+
+    def _mask(self, bodies):
+        m = self.model
+        return np.where((bodies >= 0)[:, None], m.ancf.T[np.maximum(bodies, 0)], 0.0)   # (K, n)
+
+    def linearise(self, lin, obs, nx):
+        """(z, h, H, r) for the observations present in obs, at the state of lin."""
+        m = self.model
+        n = m.n
+        kin = lin.kin
+        zs, hs, Hs, rs = [], [], [], []
+        idx, vals = self._indices(obs.markers3d, "markers3d")
+        if len(idx):
+            p, _, b = self.features(kin, idx)
+            J = m.point_jacobian(kin, self.f_link[idx], p)
+            H = np.zeros((len(idx), 3, nx))
+            H[:, :, :n] = J
+            zs.append(np.concatenate(vals))
+            hs.append(p.ravel())
+            Hs.append(H.reshape(-1, nx))
+            rs.append(np.full(3 * len(idx), self.marker_sigma ** 2))
+        idx, vals = self._indices(obs.markers2d, "markers2d")
+        if len(idx) and obs.camera is not None:
+            cam = obs.camera
+            p, _, b = self.features(kin, idx)
+            uv = cam.project(p)
+            ok = np.all(np.isfinite(uv), axis=1)
+            if ok.any():
+                idx, p, uv = idx[ok], p[ok], uv[ok]
+                J = m.point_jacobian(kin, self.f_link[idx], p)
+                H = np.zeros((len(idx), 2, nx))
+                H[:, :, :n] = cam.project_jacobian(p) @ J
+                zs.append(np.concatenate([v for v, o in zip(vals, ok) if o]))
+                hs.append(uv.ravel())
+                Hs.append(H.reshape(-1, nx))
+                rs.append(np.full(2 * len(idx), self.pixel_sigma ** 2))
+        idx, vals = self._indices(obs.imu, "imu")
+        if len(idx):
+            z, h, H = self._imu(lin, idx, nx)
+            zs.append(np.concatenate(vals))
+            hs.append(h)
+            Hs.append(H)
+            rs.append(np.tile(np.r_[np.full(3, self.gyro_sigma ** 2), np.full(3, self.accel_sigma ** 2)],
+                              len(idx)))
+        if not zs:
+            return np.zeros(0), np.zeros(0), np.zeros((0, nx)), np.zeros(0)
+        return np.concatenate(zs), np.concatenate(hs), np.vstack(Hs), np.concatenate(rs)
+
+    def imu_predict(self, kin, qd, qdd, idx):
+        """Ideal (gyro (K, 3), specific force (K, 3)) of the features idx, sensor frames."""
+        V, A = self.model.accelerations(kin, qd, qdd)
+        p, Rs, b = self.features(kin, idx)
+        w, pdd = self._point_motion(V, A, p, b)
+        g = self.model.gravity
+        return np.einsum("kji,kj->ki", Rs, w), np.einsum("kji,kj->ki", Rs, pdd - g)
+
+    @staticmethod
+    def _point_motion(V, A, p, b):
+        Z = np.zeros((1, 6))
+        Vb = np.concatenate([V, Z])[b]          # b = -1 picks the zero row (world-fixed)
+        Ab = np.concatenate([A, Z])[b]
+        w = Vb[:, :3]
+        # v_p = v_O + w x p ;  pdd = a_O + alpha x p + w x v_p
+        vp = Vb[:, 3:] + _cross(w, p)
+        pdd = Ab[:, 3:] + _cross(Ab[:, :3], p) + _cross(w, vp)
+        return w, pdd
+
+    def _djx_dq(self, kin, Vx, p, b):
+        """d(J(q) x)/dq (K, n, 3) for a fixed generalised vector x with velocities Vx = S-sums.
+
+        rotation k: w_k x (a_k x (p - o_k)) + a_k x (v_p - (v_k + w_k x p)) ; translation: w_k x a_k
+        """
+        m = self.model
+        a, o = kin.axis, kin.origin_m
+        Z = np.zeros((1, 6))
+        Vb = np.concatenate([Vx, Z])[b]
+        vp = Vb[:, 3:] + _cross(Vb[:, :3], p)                         # (K, 3)
+        wk, vk = Vx[None, :, :3], Vx[None, :, 3:]
+        d = p[:, None, :] - o[None]
+        rot = _cross(wk, _cross(a[None], d)) + _cross(a[None], vp[:, None, :] - vk - _cross(wk, p[:, None, :]))
+        tr = np.broadcast_to(_cross(Vx[:, :3], a)[None], rot.shape)
+        return np.where(m.is_rot[None, :, None], rot, tr)
+
+    def _jdot(self, kin, V, p, b):
+        """Jdot (K, n, 3): column j = (w_par x a_j) x (p - o_j) + a_j x (v_p - v(o_j)) (rotation),
+        w_par x a_j (translation); w_par, v(o_j): motion of the frame dof j's axis is fixed in."""
+        m = self.model
+        a, o = kin.axis, kin.origin_m
+        Z = np.zeros((1, 6))
+        Vp = np.concatenate([V, Z])[m._par]
+        wpar = Vp[:, :3]
+        vo = Vp[:, 3:] + _cross(wpar, o)
+        Vb = np.concatenate([V, Z])[b]
+        vp = Vb[:, 3:] + _cross(Vb[:, :3], p)
+        adot = _cross(wpar, a)                                        # (n, 3)
+        rot = _cross(adot[None], p[:, None, :] - o[None]) + _cross(a[None], vp[:, None, :] - vo[None])
+        return np.where(m.is_rot[None, :, None], rot, np.broadcast_to(adot[None], rot.shape))
+
+    def _imu(self, lin, idx, nx):
+        m = self.model
+        n = m.n
+        kin, qd, qdd = lin.kin, lin.qd, lin.qdd
+        V, A = m.accelerations(kin, qd, qdd)
+        p, Rs, b = self.features(kin, idx)
+        w, pdd = self._point_motion(V, A, p, b)
+        f = pdd - m.gravity
+        K = len(idx)
+        mask = self._mask(b)                                          # (K, n)
+        rmask = mask * m.is_rot[None, :]
+        a = kin.axis
+        RsT = Rs.transpose(0, 2, 1)
+        H = np.zeros((K, 6, nx))
+        # gyro: h = Rs' w ; H_qd = Rs' Jw ; H_q[:, i] = -Rs' (a_i x w_i)
+        Jw = a.T[None] * rmask[:, None, :]                            # (K, 3, n)
+        H[:, :3, n:2 * n] = RsT @ Jw
+        c = _cross(a, V[:, :3]).T[None] * rmask[:, None, :]
+        H[:, :3, :n] = -(RsT @ c)
+        # accel: h = Rs' (pdd - g)
+        Jv = m.point_jacobian(kin, self.f_link[idx], p)               # (K, 3, n)
+        rotf = _cross(a[None], f[:, None, :]).transpose(0, 2, 1) * rmask[:, None, :]
+        Vqdd = m.velocities(kin, qdd)
+        dq = -rotf + self._djx_dq(kin, Vqdd, p, b).transpose(0, 2, 1) * mask[:, None, :]
+        dqd = (self._jdot(kin, V, p, b) + self._djx_dq(kin, V, p, b)).transpose(0, 2, 1) * mask[:, None, :]
+        H[:, 3:, :n] = RsT @ dq
+        H[:, 3:, n:2 * n] = RsT @ dqd
+        # + Rs' J dqdd/dx  (process model: torque -> [Dq, Dqd, M^-1], CA -> [0, 0, I], CV -> 0)
+        if lin.dqdd_dx is not None and np.any(lin.dqdd_dx):
+            H[:, 3:, :] += (RsT @ Jv) @ lin.dqdd_dx
+        h = np.concatenate([np.einsum("kji,kj->ki", Rs, w), np.einsum("kji,kj->ki", Rs, f)], axis=1)
+        return None, h.ravel(), H.reshape(-1, nx)

@@ -1,0 +1,242 @@
+"""Process models for the joint-space EKF: torque-state dynamics, constant velocity / acceleration.
+
+    from device.estimate.process import TorqueProcess, ConstantVelocity, ConstantAcceleration
+    proc = TorqueProcess(model, dt_s=1/60, integrator="rk4")     # state [q, qd, tau], 3n
+    lin = proc.linearise(x)              # kinematics, qdd(x) and dqdd/dx at x (for H and A)
+    x_new, A, Q = proc.predict(x, lin)   # mean by RK4 / Euler, A = df/dx, Q
+
+All states are SI: q rad or m, qd rad/s or m/s, tau N m or N, qdd rad/s^2 or m/s^2; n dofs.
+
+Torque state (the invention): qdd = M(q)^-1 (tau - b(q, qd)), tau a random walk.
+Continuous Jacobian  Fc = [[0, I, 0], [Dq, Dqd, M^-1], [0, 0, 0]],
+  Dq = dqdd/dq, Dqd = dqdd/dqd. jacobian="analytic" (default, fast) uses
+  Dq  ~= -M^-1 dg/dq   (exact gravity stiffness, closed form below; drops dM/dq qdd),
+  Dqd ~= 0             (drops the Coriolis / centrifugal derivative);
+both dropped terms vanish at rest (qd = 0, tau = g), where the analytic A equals the finite-
+difference one (tests/test_ekf_jacobians.py). jacobian="fd" differentiates qdd numerically
+(central differences, 4n dynamics evaluations: a slow reference).
+Discrete A = I + dt Fc + dt^2/2 Fc^2 (RK4) or I + dt Fc (Euler).
+"""
+
+import numpy as np
+
+from device.body.dynamics import _cross
+
+
+class Linearisation:
+    """Quantities at one state: kin, qd, qdd (n,), dqdd_dx (n, nx), and the model's factors."""
+
+    __slots__ = ("kin", "qd", "qdd", "dqdd_dx", "Minv", "Dq", "Dqd")
+
+    def __init__(self, kin, qd, qdd, dqdd_dx, Minv=None, Dq=None, Dqd=None):
+        self.kin, self.qd, self.qdd, self.dqdd_dx = kin, qd, qdd, dqdd_dx
+        self.Minv, self.Dq, self.Dqd = Minv, Dq, Dqd
+
+
+def gravity_stiffness(model, kin):
+    """dg/dq (n, n): derivative of the gravity part g(q) of b(q, qd).
+
+    With G = -gravity, composite subtree mass m_j and first moment h_j about the world origin,
+    r_j = h_j - m_j o_j:  g_j = a_j . (r_j x G) (rotation), m_j a_j . G (translation). Then
+      i above or at j, i rotation:  dg_j/dq_i = a_i . (a_j x (r_j x G) + r_j x (G x a_j))
+                                    (j translation: a_i . (a_j x m_j G))
+      i strictly below j, j rotation: dg_j/dq_i = y_i . (G x a_j),
+          y_i = a_i x r_i (rotation i) or m_i a_i (translation i); all other pairs 0.
+    """
+    m, h, _ = model._inertias(kin)
+    mc = model.ancf @ m
+    hc = model.ancf @ h
+    a = kin.axis
+    G = -model.gravity
+    r = hc - mc[:, None] * kin.origin_m
+    u = _cross(G[None, :], a)                                  # G x a_j
+    w = _cross(r, G[None, :])                                   # r_j x G
+    # rotation j: z_j = a_j x (r_j x G) + r_j x (G x a_j) ; translation j: z_j = a_j x (m_j G)
+    z = np.where(model.is_rot[:, None], _cross(a, w) + _cross(r, u), _cross(a, mc[:, None] * G[None, :]))
+    T1 = a @ z.T                                                # T1[i, j] = a_i . z_j
+    y = np.where(model.is_rot[:, None], _cross(a, r), mc[:, None] * a)
+    T2 = y @ u.T                                                # T2[i, j] = y_i . u_j
+    rot = model.is_rot
+    above = model.anc & rot[:, None]                            # i rotation, i anc-or-self j
+    below = model.anc.T & ~np.eye(model.n, dtype=bool) & rot[None, :]   # i strictly below j
+    return (np.where(above, T1, 0.0) + np.where(below, T2, 0.0)).T
+
+
+class TorqueProcess:
+    """State [q, qd, tau]; qdd = M^-1 (tau - b); tau random walk (see the module docstring).
+
+    tau_sigma (n,): torque random-walk density, N m / sqrt(s) (default: accel_sigma * diag(M)
+    at home); q_sigma / qd_sigma: integration-noise densities (Euler gets 10x by default).
+    """
+
+    nblocks = 3
+
+    def __init__(self, model, dt_s, integrator="rk4", accel_sigma_rad_s2=60.0, tau_sigma=None,
+                 q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic"):
+        if integrator not in ("rk4", "euler"):
+            raise ValueError("integrator must be 'rk4' or 'euler', not %r" % (integrator,))
+        if jacobian not in ("analytic", "fd"):
+            raise ValueError("jacobian must be 'analytic' or 'fd', not %r" % (jacobian,))
+        self.model, self.dt_s, self.integrator, self.jacobian = model, float(dt_s), integrator, jacobian
+        n = model.n
+        self.n, self.nx = n, 3 * n
+        if tau_sigma is None:
+            kin = model.kinematics(model.to_si(model.skeleton.home))
+            diag = np.diag(model.mass_matrix(kin)) + model.armature
+            tau_sigma = accel_sigma_rad_s2 * np.maximum(diag, 1e-6)
+        f = 1.0 if integrator == "rk4" else 10.0
+        self.q_var = np.concatenate([np.full(n, (f * q_sigma) ** 2), np.full(n, (f * qd_sigma) ** 2),
+                                     np.broadcast_to(np.asarray(tau_sigma, float) ** 2, (n,))])
+
+    def initial_state(self, q, qd=None):
+        """[q, qd, tau] with tau = b(q, qd): the torque that holds the body as it moves now."""
+        qd = np.zeros(self.n) if qd is None else np.asarray(qd, float)
+        kin = self.model.kinematics(q)
+        return np.concatenate([q, qd, self.model.bias(kin, qd)])
+
+    def _qdd(self, q, qd, tau, kin=None):
+        m = self.model
+        kin = m.kinematics(q) if kin is None else kin
+        M = m.mass_matrix(kin)
+        fac = m.factor(M)
+        return m.solve(fac, tau - m.bias(kin, qd)), kin, fac
+
+    def linearise(self, x):
+        n = self.n
+        q, qd, tau = x[:n], x[n:2 * n], x[2 * n:]
+        qdd, kin, fac = self._qdd(q, qd, tau)
+        # dqdd/dtau = M^-1
+        Minv = self.model.solve(fac, np.eye(n))
+        if self.jacobian == "fd":
+            Dq, Dqd = self._fd(q, qd, tau)
+        else:
+            # Dq ~= -M^-1 dg/dq ; Dqd ~= 0
+            Dq = -Minv @ gravity_stiffness(self.model, kin)
+            Dqd = None
+        dqdd_dx = np.hstack([Dq, np.zeros((n, n)) if Dqd is None else Dqd, Minv])
+        return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd)
+
+    def _fd(self, q, qd, tau, eps=1e-6):
+        n = self.n
+        Dq, Dqd = np.empty((n, n)), np.empty((n, n))
+        for i in range(n):
+            e = np.zeros(n)
+            e[i] = eps
+            Dq[:, i] = (self._qdd(q + e, qd, tau)[0] - self._qdd(q - e, qd, tau)[0]) / (2 * eps)
+            Dqd[:, i] = (self._qdd(q, qd + e, tau)[0] - self._qdd(q, qd - e, tau)[0]) / (2 * eps)
+        return Dq, Dqd
+
+    def predict(self, x, lin):
+        """(x_new, A, Q) for one step from x; A from lin, a Linearisation at (or near) x.
+
+        The EKF passes the linearisation of the previous prior (already computed for H) rather
+        than re-linearising at the posterior: one dynamics evaluation less per step.
+        """
+        n, dt = self.n, self.dt_s
+        q, qd, tau = x[:n], x[n:2 * n], x[2 * n:]
+        k1v = self._qdd(q, qd, tau)[0]
+        if self.integrator == "euler":
+            # q' = q + dt qd ; qd' = qd + dt qdd
+            qn, qdn = q + dt * qd, qd + dt * k1v
+        else:
+            # RK4 on [q, qd] with tau held: k_i = f(x + c_i dt k_{i-1})
+            k1q = qd
+            k2q = qd + 0.5 * dt * k1v
+            k2v = self._qdd(q + 0.5 * dt * k1q, k2q, tau)[0]
+            k3q = qd + 0.5 * dt * k2v
+            k3v = self._qdd(q + 0.5 * dt * k2q, k3q, tau)[0]
+            k4q = qd + dt * k3v
+            k4v = self._qdd(q + dt * k3q, k4q, tau)[0]
+            qn = q + dt / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
+            qdn = qd + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
+        x_new = np.concatenate([qn, qdn, tau])
+        return x_new, self.transition(lin), np.diag(self.q_var * dt)
+
+    def transition(self, lin):
+        """Discrete A from the continuous Fc = [[0, I, 0], [Dq, Dqd, Minv], [0, 0, 0]]."""
+        n, dt = self.n, self.dt_s
+        I = np.eye(n)
+        Dq, Minv = lin.Dq, lin.Minv
+        Dqd = np.zeros((n, n)) if lin.Dqd is None else lin.Dqd
+        A = np.eye(3 * n)
+        if self.integrator == "euler":
+            # A = I + dt Fc
+            A[:n, n:2 * n] = dt * I
+            A[n:2 * n, :n] = dt * Dq
+            A[n:2 * n, n:2 * n] += dt * Dqd
+            A[n:2 * n, 2 * n:] = dt * Minv
+            return A
+        # A = I + dt Fc + dt^2/2 Fc^2,  Fc^2 = [[Dq, Dqd, Minv], [Dqd Dq, Dq + Dqd^2, Dqd Minv], 0]
+        h = 0.5 * dt * dt
+        A[:n, :n] += h * Dq
+        A[:n, n:2 * n] = dt * I + h * Dqd
+        A[:n, 2 * n:] = h * Minv
+        A[n:2 * n, :n] = dt * Dq + h * (Dqd @ Dq)
+        A[n:2 * n, n:2 * n] += dt * Dqd + h * (Dq + Dqd @ Dqd)
+        A[n:2 * n, 2 * n:] = dt * Minv + h * (Dqd @ Minv)
+        return A
+
+
+class _Kinematic:
+    """Shared part of the kinematic baselines (no dynamics)."""
+
+    def __init__(self, model, dt_s, sigma):
+        self.model, self.dt_s, self.sigma = model, float(dt_s), float(sigma)
+        self.n = model.n
+        self.nx = self.nblocks * self.n
+
+    def initial_state(self, q, qd=None):
+        x = np.zeros(self.nx)
+        x[:self.n] = q
+        if qd is not None:
+            x[self.n:2 * self.n] = qd
+        return x
+
+
+class ConstantVelocity(_Kinematic):
+    """State [q, qd]; white acceleration of density accel_sigma (rad/s^2 / sqrt(Hz)); qdd = 0."""
+
+    nblocks = 2
+
+    def __init__(self, model, dt_s, accel_sigma_rad_s2=30.0):
+        super().__init__(model, dt_s, accel_sigma_rad_s2)
+
+    def linearise(self, x):
+        n = self.n
+        kin = self.model.kinematics(x[:n])
+        return Linearisation(kin, x[n:2 * n], np.zeros(n), np.zeros((n, self.nx)))
+
+    def predict(self, x, lin):
+        n, dt, s2 = self.n, self.dt_s, self.sigma ** 2
+        I = np.eye(n)
+        # x' = A x,  A = [[I, dt I], [0, I]]
+        A = np.block([[I, dt * I], [0 * I, I]])
+        # Q = s^2 [[dt^3/3, dt^2/2], [dt^2/2, dt]]  (white acceleration)
+        Q = s2 * np.block([[dt ** 3 / 3 * I, dt ** 2 / 2 * I], [dt ** 2 / 2 * I, dt * I]])
+        return A @ x, A, Q
+
+
+class ConstantAcceleration(_Kinematic):
+    """State [q, qd, qdd]; white jerk of density jerk_sigma (rad/s^3 / sqrt(Hz))."""
+
+    nblocks = 3
+
+    def __init__(self, model, dt_s, jerk_sigma_rad_s3=1500.0):
+        super().__init__(model, dt_s, jerk_sigma_rad_s3)
+
+    def linearise(self, x):
+        n = self.n
+        kin = self.model.kinematics(x[:n])
+        d = np.zeros((n, self.nx))
+        d[:, 2 * n:] = np.eye(n)
+        return Linearisation(kin, x[n:2 * n], x[2 * n:], d)
+
+    def predict(self, x, lin):
+        n, dt, s2 = self.n, self.dt_s, self.sigma ** 2
+        I, Z = np.eye(n), np.zeros((n, n))
+        A = np.block([[I, dt * I, dt * dt / 2 * I], [Z, I, dt * I], [Z, Z, I]])
+        # Q = s^2 [[dt^5/20, dt^4/8, dt^3/6], [dt^4/8, dt^3/3, dt^2/2], [dt^3/6, dt^2/2, dt]]
+        c = [[dt ** 5 / 20, dt ** 4 / 8, dt ** 3 / 6], [dt ** 4 / 8, dt ** 3 / 3, dt ** 2 / 2],
+             [dt ** 3 / 6, dt ** 2 / 2, dt]]
+        Q = s2 * np.block([[c[i][j] * I for j in range(3)] for i in range(3)])
+        return A @ x, A, Q

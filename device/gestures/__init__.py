@@ -1,0 +1,1 @@
+"""Gesture recognition on the unit: body features, streaming DTW (SPRING), the recogniser."""

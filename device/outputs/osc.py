@@ -1,0 +1,125 @@
+"""Stream staff frames live over UDP as OSC (python-osc), one bundle per frame.
+
+    from device.outputs.osc import OscOutput
+    out = OscOutput(["l_knee_flex", "r_knee_flex"], host="127.0.0.1", port=9000, per_row=True)
+    out(frame_index=0, t_s=0.0, values=[12.5, 30.0], codes=None)   # the capture-loop signature
+    out.close()
+
+Address space (prefix "/motionstaff" by default, all floats are 32-bit):
+
+    /motionstaff/rows   s s s ...     the row names, in order: sent with the first frame and
+                                      again every `announce_every_s` seconds (late listeners)
+    /motionstaff/units  s s s ...     the rows' units ("deg", "m", ...), sent with /rows
+    /motionstaff/frame  i f f f ...   frame index, time in s, then one value per row (row
+                                      units; NaN = missing)
+    /motionstaff/row/<name>  f        one message per row with its value (per_row=True only)
+
+Messages of one frame travel in one OSC bundle (immediate time tag), so a receiver sees a
+frame whole or not at all. UDP loses packets silently; nothing waits for the receiver.
+"""
+
+import math
+
+
+def parse_target(text, default_port=9000):
+    """'HOST:PORT', ':PORT', 'PORT' or 'HOST' -> (host, port); ValueError when malformed."""
+    text = (text or "").strip()
+    host, port = "127.0.0.1", default_port
+    if not text:
+        return host, port
+    if text.isdigit():
+        port = int(text)
+    elif ":" in text:
+        h, p = text.rsplit(":", 1)
+        host = h or host
+        if not p.isdigit():
+            raise ValueError("OSC target %r: port %r is not a number" % (text, p))
+        port = int(p)
+    else:
+        host = text
+    if not 0 < port < 65536:
+        raise ValueError("OSC target %r: port must be 1..65535" % text)
+    return host, port
+
+
+def _client(host, port):
+    try:
+        from pythonosc.udp_client import UDPClient
+    except ImportError:  # pragma: no cover - python-osc is in the host and pi extras
+        raise ImportError("OSC output needs python-osc (pip install python-osc)") from None
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError("OSC port must be 1..65535, not %r" % (port,))
+    return UDPClient(host, port)
+
+
+def _message(address, args):
+    from pythonosc.osc_message_builder import OscMessageBuilder
+    b = OscMessageBuilder(address=address)
+    for a in args:
+        if isinstance(a, str):
+            b.add_arg(a, "s")
+        elif isinstance(a, bool) or (isinstance(a, int) and not isinstance(a, float)):
+            b.add_arg(int(a), "i")
+        else:
+            b.add_arg(float(a), "f")
+    return b.build()
+
+
+def send_bundle(client, messages):
+    """Send [(address, args), ...] as one OSC bundle with an immediate time tag."""
+    from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
+    bb = OscBundleBuilder(IMMEDIATELY)
+    for address, args in messages:
+        bb.add_content(_message(address, args))
+    client.send(bb.build())
+
+
+def _safe(name):
+    """An OSC address part for a row name (no spaces, '#', '*', ',', '/', '?', '[', ']', '{', '}')."""
+    return "".join("_" if c in " #*,/?[]{}" else c for c in name)
+
+
+class OscOutput:
+    """Sends each frame as OSC (see the module docstring). Callable as a capture-loop output."""
+
+    def __init__(self, row_names, host="127.0.0.1", port=9000, prefix="/motionstaff", per_row=False,
+                 units=None, announce_every_s=1.0):
+        self.row_names = [str(n) for n in row_names]
+        if not self.row_names:
+            raise ValueError("OSC output needs at least one row name")
+        self.units = [str(u) for u in units] if units is not None else [""] * len(self.row_names)
+        if len(self.units) != len(self.row_names):
+            raise ValueError("OSC output: %d units for %d rows" % (len(self.units), len(self.row_names)))
+        prefix = "/" + prefix.strip("/")
+        self.prefix = prefix
+        self.per_row = bool(per_row)
+        self.row_addresses = ["%s/row/%s" % (prefix, _safe(n)) for n in self.row_names]
+        self.announce_every_s = float(announce_every_s)
+        self.host, self.port = host, port
+        self.client = _client(host, port)
+        self._announced_t = None
+        self.frames_sent = 0
+
+    def messages(self, frame_index, t_s, values):
+        """The (address, args) messages of one frame."""
+        vals = [float(v) if v is not None else math.nan for v in values]
+        if len(vals) != len(self.row_names):
+            raise ValueError("OSC output: frame has %d values for %d rows" % (len(vals), len(self.row_names)))
+        out = []
+        if self._announced_t is None or t_s - self._announced_t >= self.announce_every_s or t_s < self._announced_t:
+            out.append((self.prefix + "/rows", self.row_names))
+            out.append((self.prefix + "/units", self.units))
+            self._announced_t = t_s
+        out.append((self.prefix + "/frame", [int(frame_index), float(t_s)] + vals))
+        if self.per_row:
+            out.extend((a, [v]) for a, v in zip(self.row_addresses, vals))
+        return out
+
+    def __call__(self, frame_index, t_s, values, codes=None):
+        send_bundle(self.client, self.messages(frame_index, t_s, values))
+        self.frames_sent += 1
+
+    def close(self):
+        sock = getattr(self.client, "_sock", None)
+        if sock is not None:
+            sock.close()

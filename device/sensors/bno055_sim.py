@@ -1,0 +1,100 @@
+"""The BNO055's simulated twin: CHIP_ID, reset, operating modes, UNIT_SEL and data registers.
+
+    from device.sensors.bno055_sim import SimBNO055
+    chip = bus.attach(0x28, SimBNO055())
+    chip.truth = lambda: {"gyro_rad_s": (0, 0, 0), "accel_m_s2": (0, 0, 9.81),
+                          "mag_ut": (20, 0, -40), "quat_wxyz": (1, 0, 0, 0), "temp_c": 24}
+    BNO055(bus).init().read_quaternion()
+
+In CONFIG mode the data registers read zero; raw modes fill acc/mag/gyr; fusion modes also fill
+the quaternion, Euler angles, linear acceleration and gravity. UNIT_SEL's accel (mg), gyro (rps)
+and Euler (rad) bits are honoured.
+"""
+
+import math
+import struct
+
+from device.hal.i2c_sim import RegisterDevice
+from device.sensors.bno055 import FUSION_MODES
+
+_DEFAULTS = {0x00: 0xA0, 0x01: 0xFB, 0x02: 0x32, 0x03: 0x0F, 0x3B: 0x80, 0x3D: 0x00,
+             0x35: 0xFF, 0x39: 0x05}
+
+
+def _i16(x):
+    x = int(round(x))
+    return -32768 if x < -32768 else (32767 if x > 32767 else x)
+
+
+def _rotate_t(q, v):
+    """R(q)^T v: a world vector in the sensor frame."""
+    w, x, y, z = q
+    r = ((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
+         (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
+         (2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)))
+    return tuple(r[0][i] * v[0] + r[1][i] * v[1] + r[2][i] * v[2] for i in range(3))
+
+
+class SimBNO055(RegisterDevice):
+    """truth() -> dict with gyro_rad_s, accel_m_s2 (specific force), mag_ut, quat_wxyz, temp_c."""
+
+    def __init__(self, truth=None):
+        RegisterDevice.__init__(self)
+        self.truth = truth
+        self.resets = 0
+        self._reset()
+
+    def _reset(self):
+        self.regs[:] = bytes(256)
+        for r, v in _DEFAULTS.items():
+            self.regs[r] = v
+
+    @property
+    def mode(self):
+        return self.regs[0x3D] & 0x0F
+
+    def on_write(self, reg, data):
+        for i in range(len(data)):
+            r = (reg + i) & 0xFF
+            if r <= 0x03 or 0x08 <= r <= 0x39:
+                continue                          # ids and outputs are read-only
+            if r == 0x3F and data[i] & 0x20:
+                self.resets += 1
+                self._reset()
+                continue
+            self.regs[r] = data[i]
+
+    def on_read(self, reg, n):
+        if reg + n > 0x08 and reg <= 0x34:
+            self._refresh()
+
+    def _refresh(self):
+        mode = self.mode
+        if mode == 0 or self.truth is None:
+            self.regs[0x08:0x35] = bytes(0x2D)
+            return
+        t = self.truth()
+        units = self.regs[0x3B]
+        ka = (1000.0 / 9.80665) if units & 1 else 100.0          # mg or 1/100 m/s^2
+        kg = 900.0 if units & 2 else 16.0 * 180.0 / math.pi      # rps or 1/16 dps
+        ke = 900.0 if units & 4 else 16.0 * 180.0 / math.pi      # rad or 1/16 deg
+        acc = [_i16(a * ka) for a in t["accel_m_s2"]]
+        mag = [_i16(m * 16.0) for m in t.get("mag_ut", (0.0, 0.0, 0.0))]
+        gyr = [_i16(g * kg) for g in t["gyro_rad_s"]]
+        struct.pack_into("<9h", self.regs, 0x08, *(acc + mag + gyr))
+        if mode in FUSION_MODES:
+            q = t["quat_wxyz"]
+            w, x, y, z = q
+            # Euler heading, roll, pitch (datasheet 3.6.5.4 order)
+            heading = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+            roll = math.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+            pitch = math.asin(max(-1.0, min(1.0, 2 * (w * y - z * x))))
+            grav = _rotate_t(q, (0.0, 0.0, 9.80665))
+            lia = [t["accel_m_s2"][i] - grav[i] for i in range(3)]
+            struct.pack_into("<3h", self.regs, 0x1A, _i16(heading * ke), _i16(roll * ke), _i16(pitch * ke))
+            struct.pack_into("<4h", self.regs, 0x20, *[_i16(c * 16384.0) for c in q])
+            struct.pack_into("<3h", self.regs, 0x28, *[_i16(a * ka) for a in lia])
+            struct.pack_into("<3h", self.regs, 0x2E, *[_i16(g * ka) for g in grav])
+        else:
+            self.regs[0x1A:0x34] = bytes(0x1A)
+        self.regs[0x34] = int(t.get("temp_c", 25)) & 0xFF

@@ -1,0 +1,91 @@
+"""InvenSense MPU-6050 / MPU-6500 / MPU-9250 accelerometer + gyroscope over I2C (machine.I2C subset).
+
+    from device.sensors.mpu6050 import MPU6050
+    imu = MPU6050(bus, addr=0x68, accel_range_g=4, gyro_range_dps=500)
+    imu.init()                                    # WHO_AM_I, reset, wake, ranges, filter
+    gyro_rad_s, accel_m_s2, temp_c = imu.read()   # one 14-byte burst from ACCEL_XOUT_H
+
+Register numbers and scales from the MPU-6000/6050 Register Map rev 4.2 (sections noted).
+The 9-axis MPU-9250's magnetometer (AK8963 behind the bypass) is not read here. MicroPython-safe:
+no numpy, a preallocated buffer, struct with explicit byte order (the chip is big-endian).
+"""
+
+import struct
+
+_SMPLRT_DIV = 0x19      # 4.2  sample rate = gyro rate / (1 + div)
+_CONFIG = 0x1A          # 4.3  DLPF_CFG bits 2:0
+_GYRO_CONFIG = 0x1B     # 4.4  FS_SEL bits 4:3 (250, 500, 1000, 2000 dps)
+_ACCEL_CONFIG = 0x1C    # 4.5  AFS_SEL bits 4:3 (2, 4, 8, 16 g)
+_ACCEL_XOUT_H = 0x3B    # 4.17 accel x,y,z, temp, gyro x,y,z: 7 x int16 big-endian
+_PWR_MGMT_1 = 0x6B      # 4.28 bit7 DEVICE_RESET, bit6 SLEEP, bits 2:0 CLKSEL
+_WHO_AM_I = 0x75        # 4.32 0x68 (6050), 0x70 (6500), 0x71 (9250), 0x73 (9255)
+
+WHO_AM_I_VALUES = {0x68: "MPU-6050", 0x70: "MPU-6500", 0x71: "MPU-9250", 0x73: "MPU-9255"}
+GYRO_RANGES_DPS = (250, 500, 1000, 2000)
+ACCEL_RANGES_G = (2, 4, 8, 16)
+STANDARD_G = 9.80665
+DEG = 3.141592653589793 / 180.0
+_FMT = ">7h"
+
+
+class MPU6050:
+    """One chip. read() returns (gyro_rad_s, accel_m_s2, temp_c) in the chip's own axes."""
+
+    def __init__(self, i2c, addr=0x68, accel_range_g=4, gyro_range_dps=500, dlpf=3, rate_div=0,
+                 delay_ms=None):
+        if accel_range_g not in ACCEL_RANGES_G:
+            raise ValueError("accel_range_g must be one of %r" % (ACCEL_RANGES_G,))
+        if gyro_range_dps not in GYRO_RANGES_DPS:
+            raise ValueError("gyro_range_dps must be one of %r" % (GYRO_RANGES_DPS,))
+        self.i2c = i2c
+        self.addr = addr
+        self.accel_range_g = accel_range_g
+        self.gyro_range_dps = gyro_range_dps
+        self.dlpf = dlpf & 7
+        self.rate_div = rate_div & 0xFF
+        self.delay_ms = delay_ms
+        self.model = None
+        self._buf = bytearray(14)
+        self._one = bytearray(1)
+        # LSB per unit: 16384 LSB/g at +-2 g, halving per range step; 131 LSB/dps at 250 dps
+        self.accel_lsb_per_g = 16384.0 / (accel_range_g // 2)
+        self.gyro_lsb_per_dps = 131.0 * 250.0 / gyro_range_dps
+
+    def _get(self, reg):
+        self.i2c.readfrom_mem_into(self.addr, reg, self._one)
+        return self._one[0]
+
+    def _set(self, reg, value):
+        self.i2c.writeto_mem(self.addr, reg, bytes([value & 0xFF]))
+
+    def init(self):
+        """Check WHO_AM_I, reset, wake on the gyro PLL, set ranges, filter and rate."""
+        who = self._get(_WHO_AM_I)
+        if who not in WHO_AM_I_VALUES:
+            raise OSError(19, "0x%02x: WHO_AM_I 0x%02x is not an MPU-6050 family chip" % (self.addr, who))
+        self.model = WHO_AM_I_VALUES[who]
+        self._set(_PWR_MGMT_1, 0x80)          # DEVICE_RESET (self-clearing)
+        if self.delay_ms is not None:
+            self.delay_ms(100)                 # the datasheet's reset time
+        self._set(_PWR_MGMT_1, 0x01)          # wake, clock = PLL with gyro X reference
+        self._set(_SMPLRT_DIV, self.rate_div)
+        self._set(_CONFIG, self.dlpf)
+        self._set(_GYRO_CONFIG, GYRO_RANGES_DPS.index(self.gyro_range_dps) << 3)
+        self._set(_ACCEL_CONFIG, ACCEL_RANGES_G.index(self.accel_range_g) << 3)
+        return self
+
+    def read_raw(self):
+        """The seven raw int16 words: ax, ay, az, temp, gx, gy, gz."""
+        self.i2c.readfrom_mem_into(self.addr, _ACCEL_XOUT_H, self._buf)
+        return struct.unpack_from(_FMT, self._buf, 0)
+
+    def read(self):
+        """(gyro_rad_s (x,y,z), accel_m_s2 (x,y,z) specific force, temp_c)."""
+        ax, ay, az, t, gx, gy, gz = self.read_raw()
+        ka = STANDARD_G / self.accel_lsb_per_g
+        kg = DEG / self.gyro_lsb_per_dps
+        if self.model == "MPU-6050":
+            temp_c = t / 340.0 + 36.53          # 6050 register map 4.18
+        else:
+            temp_c = t / 333.87 + 21.0          # 6500/9250 register map 4.23
+        return (gx * kg, gy * kg, gz * kg), (ax * ka, ay * ka, az * ka), temp_c

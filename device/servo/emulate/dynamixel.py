@@ -1,0 +1,136 @@
+"""Dynamixel Protocol 2.0 bus emulator (X series control table): CRC-16 and stuffing checked,
+ping/read/write/sync write/sync read/bulk write/reboot, status replies (not to broadcasts except
+ping and sync read), torque enable, and the Bus Watchdog (98): with torque on and no packet for
+N x 20 ms the servo stops and ignores goal writes until the watchdog is written again.
+
+    emu = DynamixelEmulator(ids=(1, 2)); emu.feed(dx.write(1, 64, 1, 1) + dx.write(1, 116, 4, 2048))
+    emu.positions[1] == 2048
+"""
+
+import struct
+
+from device.servo import dynamixel as dx
+from device.servo.emulate.base import Emulator
+
+MODEL_XM430 = 1020
+
+
+class DynamixelEmulator(Emulator):
+    NAME = "dynamixel"
+    UNITS = "units"
+
+    def __init__(self, ids=tuple(range(1, 21)), clock=None):
+        Emulator.__init__(self, clock, deg_per_unit=360.0 / 4096, centre=2048)
+        self.tables = {}
+        for i in ids:
+            t = bytearray(256)
+            struct.pack_into("<H", t, 0, MODEL_XM430)
+            t[6] = 46
+            t[7] = i
+            struct.pack_into("<i", t, 116, 2048)
+            struct.pack_into("<i", t, 132, 2048)
+            self.tables[i] = t
+        self.buf = b""
+        self.last_packet = self.clock()
+        self.watchdog_tripped = set()
+
+    def _feed(self, data):
+        self.buf += data
+        out = b""
+        while True:
+            i = self.buf.find(dx.HEADER)
+            if i < 0:
+                self.buf = self.buf[-3:]
+                return out
+            b = self.buf[i:]
+            if len(b) < 10:
+                self.buf = b
+                return out
+            n = b[5] | (b[6] << 8)
+            if n < 3 or n > 1000:
+                self.errors += 1
+                self.buf = b[4:]
+                continue
+            if len(b) < 7 + n:
+                self.buf = b
+                return out
+            pkt = b[:7 + n]
+            self.buf = b[7 + n:]
+            if dx.crc16_buypass(pkt[:-2]) != (pkt[-2] | (pkt[-1] << 8)):
+                self.errors += 1
+                continue
+            self.last_packet = self.clock()
+            out += self._run(pkt[4], pkt[7], dx.unstuff(pkt[8:-2]))
+
+    def _ids(self, sid):
+        return sorted(self.tables) if sid == dx.BROADCAST else ([sid] if sid in self.tables else [])
+
+    def _write(self, sid, addr, data):
+        t = self.tables[sid]
+        if addr <= dx.GOAL_POSITION < addr + len(data) and addr + len(data) >= dx.GOAL_POSITION + 4:
+            if sid in self.watchdog_tripped or not t[dx.TORQUE_ENABLE]:
+                data = data[:dx.GOAL_POSITION - addr]   # ignored goal (torque off / watchdog)
+        t[addr:addr + len(data)] = data
+        if addr <= dx.BUS_WATCHDOG < addr + len(data):
+            self.watchdog_tripped.discard(sid)
+        if addr <= dx.TORQUE_ENABLE < addr + len(data) and not t[dx.TORQUE_ENABLE]:
+            self.record(sid, None)
+        if addr <= dx.GOAL_POSITION and addr + len(data) >= dx.GOAL_POSITION + 4:
+            g = struct.unpack_from("<i", t, dx.GOAL_POSITION)[0]
+            struct.pack_into("<i", t, dx.PRESENT_POSITION, g)
+            self.record(sid, g)
+
+    def _run(self, sid, inst, p):
+        out = b""
+        if inst == dx.PING:
+            for s in self._ids(sid):
+                out += dx.status(s, 0, struct.pack("<HB", struct.unpack_from("<H", self.tables[s])[0], 46))
+        elif inst == dx.READ and len(p) == 4 and sid in self.tables:
+            a, n = struct.unpack("<HH", p)
+            out += dx.status(sid, 0, bytes(self.tables[sid][a:a + n]))
+        elif inst == dx.WRITE and len(p) >= 3:
+            a = p[0] | (p[1] << 8)
+            for s in self._ids(sid):
+                self._write(s, a, p[2:])
+            if sid != dx.BROADCAST and sid in self.tables:
+                out += dx.status(sid, 0)
+        elif inst == dx.SYNC_WRITE and len(p) >= 4:
+            a, n = struct.unpack_from("<HH", p)
+            k = 4
+            while k + 1 + n <= len(p):
+                if p[k] in self.tables:
+                    self._write(p[k], a, p[k + 1:k + 1 + n])
+                k += 1 + n
+        elif inst == dx.SYNC_READ and len(p) >= 4:
+            a, n = struct.unpack_from("<HH", p)
+            for s in p[4:]:
+                if s in self.tables:
+                    out += dx.status(s, 0, bytes(self.tables[s][a:a + n]))
+        elif inst == dx.BULK_WRITE:
+            k = 0
+            while k + 5 <= len(p):
+                s = p[k]
+                a, n = struct.unpack_from("<HH", p, k + 1)
+                if s in self.tables:
+                    self._write(s, a, p[k + 5:k + 5 + n])
+                k += 5 + n
+        elif inst == dx.REBOOT and sid in self.tables:
+            self.tables[sid][dx.TORQUE_ENABLE] = 0
+            out += dx.status(sid, 0)
+        return out
+
+    def tick(self):
+        """Apply the bus watchdog: servos with torque on and a watchdog set stop when the bus
+        was silent longer than their setting."""
+        with self.lock:
+            quiet_s = self.clock() - self.last_packet
+            for s, t in self.tables.items():
+                wd = t[dx.BUS_WATCHDOG]
+                if wd and t[dx.TORQUE_ENABLE] and s not in self.watchdog_tripped and quiet_s > wd * 0.02:
+                    self.watchdog_tripped.add(s)
+                    self.errors += 1
+                    self.record(s, struct.unpack_from("<i", t, dx.PRESENT_POSITION)[0])
+            self.changed.notify_all()
+
+    def to_deg(self, servo, units):
+        return float("nan") if units is None else (units - self.centre) * self.deg_per_unit

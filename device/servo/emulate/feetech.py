@@ -1,0 +1,110 @@
+"""Feetech STS/SCS bus emulator: checksum checked, ping/read/write/reg write/action/sync write/
+sync read, status replies (not to broadcasts), torque enable, sign-magnitude goal positions.
+
+    emu = FeetechEmulator(ids=(1, 2, 3), series="sts")
+    emu.feed(ft.sync_write(42, 2, {1: ft.word(1000)})); emu.positions[1] == 1000
+"""
+
+from device.servo import feetech as ft
+from device.servo.emulate.base import Emulator
+
+
+class FeetechEmulator(Emulator):
+    NAME = "feetech"
+    UNITS = "units"
+
+    def __init__(self, ids=tuple(range(1, 21)), series="sts", clock=None):
+        per = 360.0 / 4096 if series != "scs" else 300.0 / 1024
+        Emulator.__init__(self, clock, deg_per_unit=per, centre=2048 if series != "scs" else 512)
+        self.series = series
+        self.signed = series != "scs"
+        self.tables = {}
+        for i in ids:
+            t = bytearray(256)
+            t[3:5] = ft.word(777, series, False)
+            t[5] = i
+            t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2] = ft.word(self.centre, series, False)
+            t[62] = 120
+            t[63] = 35
+            self.tables[i] = t
+        self.pending = {}
+        self.buf = b""
+
+    def _feed(self, data):
+        self.buf += data
+        out = b""
+        while True:
+            i = self.buf.find(b"\xff\xff")
+            if i < 0:
+                self.buf = self.buf[-1:]
+                return out
+            b = self.buf[i:]
+            if len(b) < 6:
+                self.buf = b
+                return out
+            if b[2] == 0xFF:                     # FF FF FF: resync one byte on
+                self.buf = b[1:]
+                continue
+            n = b[3]
+            if n < 2:
+                self.errors += 1
+                self.buf = b[2:]
+                continue
+            if len(b) < n + 4:
+                self.buf = b
+                return out
+            pkt = b[:n + 4]
+            if ft.checksum(pkt[2:-1]) != pkt[-1]:
+                self.errors += 1
+                self.buf = b[2:]
+                continue
+            self.buf = b[n + 4:]
+            out += self._run(pkt[2], pkt[4], pkt[5:-1])
+
+    def _ids(self, sid):
+        return sorted(self.tables) if sid == ft.BROADCAST else ([sid] if sid in self.tables else [])
+
+    def _write(self, sid, addr, data):
+        t = self.tables[sid]
+        t[addr:addr + len(data)] = data
+        if addr <= ft.TORQUE_ENABLE < addr + len(data) and t[ft.TORQUE_ENABLE] == 0:
+            self.record(sid, None)
+        if addr <= ft.GOAL_POSITION and addr + len(data) >= ft.GOAL_POSITION + 2:
+            g = t[ft.GOAL_POSITION:ft.GOAL_POSITION + 2]
+            t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2] = g
+            self.record(sid, ft.unword(bytes(g), self.series, self.signed))
+
+    def _run(self, sid, inst, p):
+        out = b""
+        if inst == ft.PING:
+            if sid in self.tables:
+                out += ft.status(sid)
+        elif inst == ft.READ and len(p) == 2 and sid in self.tables:
+            out += ft.status(sid, 0, bytes(self.tables[sid][p[0]:p[0] + p[1]]))
+        elif inst in (ft.WRITE, ft.REG_WRITE) and len(p) >= 2:
+            for s in self._ids(sid):
+                if inst == ft.WRITE:
+                    self._write(s, p[0], p[1:])
+                else:
+                    self.pending[s] = (p[0], p[1:])
+            if sid in self.tables:
+                out += ft.status(sid)
+        elif inst == ft.ACTION:
+            for s in self._ids(sid):
+                if s in self.pending:
+                    self._write(s, *self.pending.pop(s))
+        elif inst == ft.SYNC_WRITE and len(p) >= 2:
+            a, n = p[0], p[1]
+            k = 2
+            while k + 1 + n <= len(p):
+                if p[k] in self.tables:
+                    self._write(p[k], a, p[k + 1:k + 1 + n])
+                k += 1 + n
+        elif inst == ft.SYNC_READ and len(p) >= 2:
+            for s in p[2:]:
+                if s in self.tables:
+                    out += ft.status(s, 0, bytes(self.tables[s][p[0]:p[0] + p[1]]))
+        return out
+
+    def to_deg(self, servo, units):
+        return float("nan") if units is None else (units - self.centre) * self.deg_per_unit

@@ -1,0 +1,145 @@
+"""Pololu Maestro emulator: compact + Pololu protocol, optional CRC-7, Get replies, errors,
+serial timeout (error bit 5 -> every channel to its home setting).
+
+    emu = MaestroEmulator(channels=24, crc=False, device=12, serial_timeout_s=0.5)
+    emu.feed(bytes.fromhex("84 00 70 2E")); emu.positions[0] == 6000
+    emu.feed(bytes.fromhex("90 00")) == bytes.fromhex("70 17")
+"""
+
+from protocol.crc import crc7_pololu
+from device.servo.emulate.base import Emulator
+
+# command -> number of data bytes (0x9F is variable)
+_LEN = {0x84: 3, 0x87: 3, 0x89: 3, 0x8A: 4, 0x90: 1, 0x93: 0, 0xA1: 0, 0xA2: 0, 0x9F: None}
+ERR_CRC = 1 << 3
+ERR_PROTOCOL = 1 << 4
+ERR_TIMEOUT = 1 << 5
+
+
+def _first_command_byte(b, start, end):
+    for k in range(start, min(end, len(b))):
+        if b[k] & 0x80:
+            return k
+    return None
+
+
+class MaestroEmulator(Emulator):
+    NAME = "maestro"
+    UNITS = "qus"
+
+    def __init__(self, channels=24, crc=False, device=12, serial_timeout_s=0.0, home=None, clock=None):
+        Emulator.__init__(self, clock, deg_per_unit=1.0 / 44.44, centre=6000)
+        self.channels = channels
+        self.crc = crc
+        self.device = device
+        self.serial_timeout_s = serial_timeout_s
+        self.home = home or {}          # channel -> target on error (0 = off); missing = ignore
+        self.speed = {}
+        self.accel = {}
+        self.err = 0
+        self.buf = b""
+        self.last_cmd = self.clock()
+
+    def _feed(self, data):
+        self.buf += data
+        out = b""
+        while self.buf:
+            b = self.buf
+            i = 0
+            device_ok = True
+            if b[0] == 0xAA:
+                if len(b) < 3:
+                    break
+                device_ok = b[1] == self.device
+                cmd = b[2] | 0x80
+                i = 3
+            elif b[0] == 0xFF:                              # Mini SSC
+                if len(b) < 3:
+                    break
+                ch = b[1]
+                if ch < self.channels:
+                    self.record(ch, 4000 + int(b[2] * 4000 / 254))
+                self.buf = b[3:]
+                continue
+            elif b[0] & 0x80:
+                cmd = b[0]
+                i = 1
+            else:
+                self.err |= ERR_PROTOCOL                    # data byte with no command
+                self.errors += 1
+                self.buf = b[1:]
+                continue
+            n = _LEN.get(cmd, -1)
+            if n == -1:
+                self.err |= ERR_PROTOCOL
+                self.errors += 1
+                self.buf = b[i:]
+                continue
+            # a byte with its MSB set inside the data aborts the packet and starts a new one
+            extra = 1 if self.crc else 0
+            k = _first_command_byte(b, i, i + (2 if n is None else n + extra))
+            if k is None and n is None and len(b) >= i + 2:
+                n = 2 + 2 * b[i]
+                k = _first_command_byte(b, i, i + n + extra)
+            if k is not None:
+                self.err |= ERR_PROTOCOL
+                self.errors += 1
+                self.buf = b[k:]
+                continue
+            if n is None:
+                break
+            total = i + n + (1 if self.crc else 0)
+            if len(b) < total:
+                break
+            pkt = b[:total]
+            self.buf = b[total:]
+            if self.crc and crc7_pololu(pkt[:-1]) != pkt[-1]:
+                self.err |= ERR_CRC
+                self.errors += 1
+                continue
+            if not device_ok:
+                continue
+            self.last_cmd = self.clock()
+            out += self._run(cmd, pkt[i:i + n])
+        return out
+
+    def _run(self, cmd, d):
+        v = lambda k: d[k] | (d[k + 1] << 7)
+        if cmd == 0x84:
+            if d[0] < self.channels:
+                self.record(d[0], v(1))
+        elif cmd == 0x9F:
+            n, first = d[0], d[1]
+            for k in range(n):
+                if first + k < self.channels:
+                    self.record(first + k, v(2 + 2 * k))
+        elif cmd == 0x87:
+            self.speed[d[0]] = v(1)
+        elif cmd == 0x89:
+            self.accel[d[0]] = v(1)
+        elif cmd == 0x90:
+            p = self.positions.get(d[0], 0)
+            return bytes((p & 0xFF, p >> 8))
+        elif cmd == 0x93:
+            return b"\x00"
+        elif cmd == 0xA1:
+            e = self.err
+            self.err = 0
+            return bytes((e & 0xFF, e >> 8))
+        elif cmd == 0xA2:
+            self._go_home()
+        return b""
+
+    def _go_home(self):
+        for ch, t in self.home.items():
+            self.record(ch, t)
+
+    def tick(self):
+        """Call now and then: applies the serial timeout (as the firmware's timer does)."""
+        with self.lock:
+            if self.serial_timeout_s > 0 and not (self.err & ERR_TIMEOUT) \
+                    and self.clock() - self.last_cmd > self.serial_timeout_s:
+                self.err |= ERR_TIMEOUT
+                self.errors += 1
+                self._go_home()
+                self.changed.notify_all()

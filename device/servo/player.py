@@ -1,0 +1,226 @@
+"""Playback pipeline: frames (joint degrees by staff row) -> Limiter -> driver, with failsafe.
+
+    from device.servo.player import Player
+    player = Player(robot, driver, row_names=staff_row_names)   # picks the row mapping
+    player.start()                          # driver.start, watchdog, limiter at home/current pose
+    player.ramp_to(first_values)            # slow approach to the first frame (ramp velocity)
+    player.send_frame(values, t_s)          # values: sequence by row (NaN = missing) or {row: deg}
+    player.poll(now_s)                      # call often: engages the failsafe after the timeout
+    player.failsafe()                       # hold / home / torque off, as the robot says
+    summary = player.play(staff, speed=1.0) # paced by absolute deadlines (host/commands/play.py)
+
+The live capture loop uses the same send_frame()/poll()/failsafe(). Nothing a frame contains
+can leave a servo's limits or exceed its velocity limit (device/servo/limiter.py).
+"""
+
+import time
+
+from device.servo.limiter import Limiter
+
+
+class Player:
+    def __init__(self, robot, driver, row_names=None, mapping=None, clock=None, sleep=None):
+        self.robot = robot
+        self.driver = driver
+        self.clock = clock or time.monotonic
+        self._sleep = sleep or time.sleep
+        self.servos = robot.servos
+        self.period_s = 1.0 / robot.rate_hz
+        self.limiter = Limiter(self.servos, max_dt_s=2.0 / robot.rate_hz)
+        self.rows = None
+        if row_names is not None:
+            self.bind(row_names, mapping)
+        self.last_t = None
+        self.last_frame_clock = None
+        self.in_failsafe = False
+        self.watchdog = False
+        self.stats = {"frames": 0, "sent": 0, "late": 0, "skipped": 0, "failsafes": 0,
+                      "send_errors": 0, "ramp_frames": 0}
+        self.last_units = None
+        self._last_hb_s = -1e9
+        if hasattr(driver, "time_ms") and not driver.time_ms:
+            # LX-16A MOVE_TIME / SSC-32 T: spread each step over one frame period
+            driver.time_ms = int(1000 * self.period_s + 0.5)
+
+    def bind(self, row_names, mapping=None):
+        self.row_names = list(row_names)
+        self.rows = self.robot.row_map(self.row_names, mapping)
+        self._row_index = dict((n, i) for i, n in enumerate(self.row_names))
+
+    # --- setup ---------------------------------------------------------------------------------
+    def start(self, current_deg=None):
+        """Prepare the controller; the limiter starts at the current pose (if read) or home."""
+        self.driver.start([(s.id, s) for s in self.servos])
+        if current_deg is None and self.robot.ramp_from == "current":
+            current_deg = self._read_current()
+        if current_deg is not None:
+            self.limiter = Limiter(self.servos, start_deg=current_deg, max_dt_s=2.0 / self.robot.rate_hz)
+        if self.robot.use_watchdog:
+            self.watchdog = bool(self.driver.set_watchdog(self.robot.failsafe_timeout_s))
+        self.last_frame_clock = self.clock()
+
+    def _read_current(self):
+        read = getattr(self.driver, "read_position", None)
+        if read is None:
+            return None
+        out = []
+        for s in self.servos:
+            try:
+                u = read(s.id)
+            except OSError:
+                u = None
+            out.append(None if u is None else s.to_deg(u))
+        return out
+
+    # --- frames --------------------------------------------------------------------------------
+    def targets(self, values):
+        """Servo target degrees (None = no value) from a row-ordered sequence or {row: deg}."""
+        out = [None] * len(self.servos)
+        if isinstance(values, dict):
+            get = lambda ri: values.get(self.row_names[ri])
+        else:
+            get = lambda ri: values[ri] if ri < len(values) else None
+        for si, ri, scale, off in self.rows:
+            v = get(ri)
+            try:
+                out[si] = None if v is None else float(v) * scale + off
+            except (TypeError, ValueError):
+                out[si] = None
+        return out
+
+    def _command(self, targets_deg, dt_s, vel_limit_dps=None):
+        deg = self.limiter.step(targets_deg, dt_s, vel_limit_dps)
+        cmds = [(s.id, s.to_units(d)) for s, d in zip(self.servos, deg)]
+        try:
+            self.driver.send_positions(cmds)
+            self.stats["sent"] += 1
+        except OSError:
+            self.stats["send_errors"] += 1
+        self.last_units = cmds
+        return deg
+
+    def send_frame(self, values, t_s=None):
+        """One frame of joint degrees (by staff row) to the robot; returns servo degrees sent."""
+        if self.rows is None:
+            if not isinstance(values, dict):
+                raise ValueError("Player: give row_names (or bind()) before sending a sequence")
+            self.bind(list(values))
+        now = self.clock()
+        t = now if t_s is None else t_s
+        dt = self.period_s if self.last_t is None else t - self.last_t
+        self.last_t = t
+        self.last_frame_clock = now
+        if self.in_failsafe:
+            self.in_failsafe = False
+            if self.watchdog:
+                self.driver.set_watchdog(self.robot.failsafe_timeout_s)
+        self.stats["frames"] += 1
+        return self._command(self.targets(values), dt)
+
+    def ramp_to(self, values, timeout_s=30.0, tol_deg=0.5):
+        """Move slowly (ramp max_vel_dps) from the limiter's pose to the frame's targets."""
+        tg = self.targets(values)
+        n = int(timeout_s * self.robot.rate_hz)
+        deadline = self.clock()
+        for _ in range(n):
+            if self.limiter.at(tg, tol_deg):
+                break
+            self._command(tg, self.period_s, self.robot.ramp_vel_dps)
+            self.stats["ramp_frames"] += 1
+            deadline += self.period_s
+            self._sleep_until(deadline)
+        self.last_t = None
+        self.last_frame_clock = self.clock()
+
+    # --- failsafe -------------------------------------------------------------------------------
+    def poll(self, now_s=None):
+        """Engage the failsafe when no frame came for failsafe_timeout_s; True if it is engaged."""
+        now = self.clock() if now_s is None else now_s
+        hb = getattr(self.driver, "heartbeat", None)
+        if hb is not None and now - self._last_hb_s >= 0.5:
+            self._last_hb_s = now
+            try:
+                hb(int(now * 1000), 2 if self.in_failsafe else 1)
+            except OSError:
+                self.stats["send_errors"] += 1
+        if not self.in_failsafe and self.last_frame_clock is not None \
+                and now - self.last_frame_clock > self.robot.failsafe_timeout_s:
+            self.failsafe()
+        return self.in_failsafe
+
+    def failsafe(self, action=None):
+        action = action or self.robot.failsafe_action
+        self.in_failsafe = True
+        self.stats["failsafes"] += 1
+        try:
+            if action == "torque_off":
+                self.driver.torque_off([s.id for s in self.servos])
+            elif action == "home":
+                home = [s.home_deg for s in self.servos]
+                for _ in range(int(10 * self.robot.rate_hz)):
+                    if self.limiter.at(home):
+                        break
+                    self._command(home, self.period_s, self.robot.ramp_vel_dps)
+            # hold: the controller keeps the last command (its watchdog, if armed, stops it)
+        except OSError:
+            self.stats["send_errors"] += 1
+        self.failsafe_action = action
+
+    # --- a whole staff --------------------------------------------------------------------------
+    def _sleep_until(self, deadline):
+        d = deadline - self.clock()
+        if d > 0:
+            self._sleep(d)
+
+    def play(self, values, fps, speed=1.0, loop=False, reverse=False, first=0, last=None,
+             progress=None, stop=None):
+        """Stream columns of values (rows x frames, NaN = missing) paced by absolute deadlines.
+
+        Frame k of a pass is due at t0 + k / (fps * speed); a late frame is sent at once and
+        frames already overdue by more than one period are skipped (never drift, never rush).
+        """
+        nframes = len(values[0]) if len(values) else 0
+        last = nframes if last is None else min(last, nframes)
+        order = list(range(first, last))
+        if reverse:
+            order.reverse()
+        if not order:
+            raise ValueError("nothing to play: the selected range has no frames")
+        step_s = 1.0 / (fps * speed)
+        col = lambda k: [values[r][k] for r in range(len(values))]
+        self.ramp_to(col(order[0]))
+        passes = 0
+        t_media = 0.0
+        while True:
+            t0 = self.clock()
+            for j, k in enumerate(order):
+                if stop is not None and stop():
+                    return self._summary(passes, t_media)
+                due = t0 + j * step_s
+                now = self.clock()
+                if now > due + step_s and j + 1 < len(order):
+                    self.stats["skipped"] += 1
+                    continue
+                if now > due:
+                    self.stats["late"] += 1
+                else:
+                    self._sleep_until(due)
+                self.send_frame(col(k), t0 + j * step_s)
+                t_media += 1.0 / fps
+                if progress is not None:
+                    progress(1)
+            passes += 1
+            if not loop:
+                break
+            self.last_t = None
+        return self._summary(passes, t_media)
+
+    def _summary(self, passes, t_media):
+        s = dict(self.stats)
+        s["passes"] = passes
+        s["media_s"] = round(t_media, 3)
+        s["limiter_clamped"] = self.limiter.clamped
+        s["limiter_rate_limited"] = self.limiter.rate_limited
+        s["limiter_invalid"] = self.limiter.invalid
+        s["driver"] = dict(self.driver.stats)
+        return s

@@ -1,0 +1,71 @@
+"""`motionstaff emulate CONTROLLER [--log FILE]`: a controller emulator behind a pseudo-terminal.
+
+    motionstaff emulate dynamixel --log run.csv     # first line of stdout: the pty path
+    motionstaff play walk.png --port /dev/pts/5 --controller dynamixel --robot op3-dynamixel
+
+Serves until SIGINT/SIGTERM (SIGUSR1 writes the log at once), then writes the timeline (time, servo, position in controller
+units and in degrees; .csv or .json) and prints a one-line summary on stderr.
+"""
+
+import signal
+import sys
+import threading
+
+HELP = "emulate a servo controller behind a pseudo-terminal and record what it is told"
+
+
+def add_arguments(p):
+    from device.servo.emulate import EMULATORS
+    p.add_argument("controller", choices=sorted(n for n in EMULATORS if n != "pca9685"))
+    p.add_argument("--log", help="write the timeline here on exit (.csv or .json)")
+    p.add_argument("--ids", default="1-20", help="bus servo ids present (bus controllers), e.g. 1-20")
+    p.add_argument("--serial-timeout", type=float, default=0.0,
+                   help="Maestro serial timeout in s (0 = off), bus watchdog ticks for Dynamixel")
+
+
+def _ids(text):
+    out = []
+    for part in text.split(","):
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out += list(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    if not out or min(out) < 0 or max(out) > 253:
+        raise ValueError("--ids: ids must be in 0..253")
+    return out
+
+
+def run(args):
+    from device.servo.emulate import make_emulator
+    from device.servo.emulate.pty import PtyServer
+    kw = {}
+    if args.controller in ("lx16a", "dynamixel", "feetech", "feetech-scs"):
+        kw["ids"] = _ids(args.ids)
+    if args.controller == "maestro" and args.serial_timeout > 0:
+        kw["serial_timeout_s"] = args.serial_timeout
+    emu = make_emulator(args.controller, **kw)
+    stop = threading.Event()
+
+    def handler(signum, frame):
+        stop.set()
+    old = [signal.signal(signal.SIGINT, handler), signal.signal(signal.SIGTERM, handler)]
+    if args.log and hasattr(signal, "SIGUSR1"):
+        signal.signal(signal.SIGUSR1, lambda signum, frame: emu.write_log(args.log))   # on request
+    srv = PtyServer(emu).start()
+    try:
+        print(srv.path, flush=True)
+        tick = getattr(emu, "tick", None)
+        while not stop.wait(0.02):
+            if tick is not None:
+                tick()
+    finally:
+        srv.stop()
+        signal.signal(signal.SIGINT, old[0])
+        signal.signal(signal.SIGTERM, old[1])
+        if args.log:
+            emu.write_log(args.log)
+        print("motionstaff emulate: %d commands, %d errors, %d bytes in%s"
+              % (emu.commands, emu.errors, srv.bytes_in, (", log " + args.log) if args.log else ""),
+              file=sys.stderr)
+    return 0

@@ -1,0 +1,95 @@
+"""`motionstaff play STAFF --port PORT --controller NAME --robot ROBOT`: a staff on a robot.
+
+    motionstaff play walk.png --port /dev/ttyACM0 --controller maestro --robot khr17-maestro
+    motionstaff play 131_01.bvh --port /dev/pts/4 --robot op3-dynamixel --speed 0.5 --loop
+
+Frames are paced by absolute deadlines; Ctrl-C (or the end) leaves the robot in its failsafe
+state; a summary of what was sent is printed at the end. STAFF is a staff PNG or a BVH file.
+"""
+
+import json
+import sys
+
+HELP = "play a staff on a robot through its servo controller, in real time"
+
+
+def add_arguments(p):
+    p.add_argument("staff", help="staff file (.png) or a BVH clip")
+    p.add_argument("--port", required=True, help="serial port or URL (pty path, loop://), or I2C URL")
+    p.add_argument("--controller", help="controller protocol (default: the robot's)")
+    p.add_argument("--robot", required=True, help="robot description file or built-in name")
+    p.add_argument("--baud", type=int, help="baud rate (default: the robot's)")
+    p.add_argument("--mapping", help="row mapping of the robot to use (default: best match)")
+    p.add_argument("--speed", type=float, default=1.0, help="playback speed factor (default 1)")
+    p.add_argument("--loop", action="store_true", help="play again and again until Ctrl-C")
+    p.add_argument("--reverse", action="store_true", help="play backwards")
+    p.add_argument("--from", dest="from_s", type=float, default=None, help="start at T seconds")
+    p.add_argument("--to", dest="to_s", type=float, default=None, help="stop at T seconds")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def load_staff(path):
+    if path.lower().endswith(".bvh"):
+        from host.bvh import read_bvh
+        return read_bvh(path)
+    try:
+        from host.stafffile import read_staff
+    except ImportError:
+        raise OSError("%s: reading staff files needs host/stafffile.py" % path)
+    return read_staff(path)
+
+
+def run(args):
+    import math
+    from device.servo.drivers import open_driver
+    from device.servo.player import Player
+    from device.servo.robot import load_robot
+
+    if not (args.speed > 0 and math.isfinite(args.speed)):
+        raise ValueError("--speed must be a positive number")
+    robot = load_robot(args.robot)
+    staff = load_staff(args.staff)
+    controller = args.controller or robot.controller
+    first = 0 if args.from_s is None else max(0, int(round(args.from_s * staff.fps)))
+    last = staff.frames if args.to_s is None else min(staff.frames, int(round(args.to_s * staff.fps)) + 1)
+    if first >= last:
+        raise ValueError("--from/--to select no frames (the staff has %.3f s)" % staff.duration_s)
+    opts = dict(robot.options)
+    driver = open_driver(controller, args.port, baud=args.baud or robot.baud, **opts)
+    player = Player(robot, driver, row_names=staff.names, mapping=args.mapping)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+        bar = tqdm(total=None if args.loop else last - first, unit="frame", file=sys.stderr,
+                   desc="%s -> %s" % (robot.name, controller), leave=False)
+    interrupted = False
+    try:
+        player.start()
+        summary = player.play(staff.values, staff.fps, speed=args.speed, loop=args.loop,
+                              reverse=args.reverse, first=first, last=last,
+                              progress=bar.update if bar is not None else None)
+    except KeyboardInterrupt:
+        interrupted = True
+        summary = player._summary(0, 0.0)
+    finally:
+        player.failsafe("torque_off" if robot.failsafe_action == "torque_off" else None)
+        if bar is not None:
+            bar.close()
+        driver.close()
+    summary["interrupted"] = interrupted
+    summary["mapping"] = getattr(robot, "mapping_used", None)
+    summary["servos_driven"] = len(player.rows)
+    summary["failsafe"] = player.failsafe_action
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        d = summary["driver"]
+        print("played %d frames (%d late, %d skipped) to %d servos of %s via %s [%s rows]; "
+              "%d bytes sent, %d send errors; limiter clamped %d, rate-limited %d, invalid %d; "
+              "failsafe: %s%s" % (summary["frames"], summary["late"], summary["skipped"],
+                                  summary["servos_driven"], robot.name, controller, summary["mapping"],
+                                  d["bytes"], summary["send_errors"], summary["limiter_clamped"],
+                                  summary["limiter_rate_limited"], summary["limiter_invalid"],
+                                  summary["failsafe"], " (interrupted)" if interrupted else ""))
+    return 130 if interrupted else 0

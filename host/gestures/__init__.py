@@ -1,0 +1,1 @@
+"""Gesture learning and commands on the host (the recogniser core is device/gestures/)."""

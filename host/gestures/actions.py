@@ -1,0 +1,138 @@
+"""What a recognised gesture does: an OSC message, a line on a serial port, or a program.
+
+    from host.gestures.actions import Actions
+    act = Actions(osc_target=("127.0.0.1", 9000), serial_baud=115200)
+    act.perform(match)           # match: device.gestures.recognizer.Match with .command
+    act.close()
+
+A gesture's command is one string, by its prefix:
+
+    osc:/tv/power 1 on                 OSC message to the run's --osc-target: address, then
+                                       arguments (ints, floats, else strings)
+    osc://10.0.0.5:9000/tv/power 1     OSC message to that host and port
+    serial:loop:// POWER ON            the line "POWER ON\\n" to the serial port URL (pyserial
+                                       serial_for_url: /dev/ttyUSB0, COM3, loop://, socket://..)
+    exec:notify-send "gesture {name}"  a program run with an argument list (shlex split, never a
+                                       shell); {name} {confidence} {t_s} are filled in
+    (empty)                            nothing beyond the printed report
+
+Programs run in the background with a timeout (`exec_timeout_s`), so the recogniser never
+waits on them; at most one run per gesture at a time (a new match while it runs is skipped).
+"""
+
+import shlex
+import subprocess
+
+from device.outputs.osc import _client, send_bundle
+from protocol.errors import FormatError
+
+
+def _arg(text):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_command(command):
+    """(kind, details) of a command string; FormatError if malformed. kind: osc|serial|exec|none."""
+    c = (command or "").strip()
+    if not c:
+        return "none", None
+    kind, _, rest = c.partition(":")
+    if kind == "osc":
+        target = None
+        if rest.startswith("//"):
+            hostport, slash, path = rest[2:].partition("/")
+            if not slash:
+                raise FormatError("command %r: osc://HOST:PORT/ADDRESS needs an address" % c)
+            h, _, p = hostport.rpartition(":")
+            if not p.isdigit() or not 0 < int(p) < 65536:
+                raise FormatError("command %r: bad port %r" % (c, p))
+            target = (h or "127.0.0.1", int(p))
+            rest = "/" + path
+        parts = shlex.split(rest)
+        if not parts or not parts[0].startswith("/"):
+            raise FormatError("command %r: an OSC address starts with '/'" % c)
+        return "osc", (target, parts[0], [_arg(a) for a in parts[1:]])
+    if kind == "serial":
+        url, _, line = rest.strip().partition(" ")
+        if not url:
+            raise FormatError("command %r: serial:URL LINE needs a port URL" % c)
+        return "serial", (url, line)
+    if kind == "exec":
+        argv = shlex.split(rest)
+        if not argv:
+            raise FormatError("command %r: exec: needs a program" % c)
+        return "exec", argv
+    raise FormatError("command %r: must start with osc:, serial: or exec:" % c)
+
+
+class Actions:
+    """Performs gesture commands (see the module docstring)."""
+
+    def __init__(self, osc_target=("127.0.0.1", 9000), serial_baud=115200, exec_timeout_s=10.0,
+                 dry_run=False):
+        self.osc_target = osc_target
+        self.serial_baud = serial_baud
+        self.exec_timeout_s = exec_timeout_s
+        self.dry_run = dry_run
+        self._osc = {}
+        self._serial = {}
+        self._procs = {}
+        self.log = []                 # (gesture name, kind, what) of every action performed
+
+    def perform(self, match):
+        kind, det = parse_command(match.command)
+        if kind == "none":
+            return None
+        fill = {"name": match.name, "confidence": "%.3f" % match.confidence, "t_s": "%.3f" % match.t_end_s}
+        if kind == "osc":
+            target, address, args = det
+            target = target or self.osc_target
+            what = (target, address, args)
+            if not self.dry_run:
+                if target not in self._osc:
+                    self._osc[target] = _client(*target)
+                send_bundle(self._osc[target], [(address, args)])
+        elif kind == "serial":
+            url, line = det
+            what = (url, line.format(**fill))
+            if not self.dry_run:
+                if url not in self._serial:
+                    import serial
+                    self._serial[url] = serial.serial_for_url(url, baudrate=self.serial_baud, timeout=1.0,
+                                                              write_timeout=1.0)
+                self._serial[url].write((what[1] + "\n").encode("utf-8"))
+                self._serial[url].flush()
+        else:
+            argv = [a.format(**fill) for a in det]
+            what = argv
+            if not self.dry_run:
+                p = self._procs.get(match.name)
+                if p is not None and p.poll() is None:
+                    self.log.append((match.name, "skipped", argv))
+                    return None
+                self._procs[match.name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        self.log.append((match.name, kind, what))
+        return kind, what
+
+    def serial_port(self, url):
+        """The open serial port of a URL (for tests reading back what was written)."""
+        return self._serial.get(url)
+
+    def close(self):
+        for c in self._osc.values():
+            sock = getattr(c, "_sock", None)
+            if sock is not None:
+                sock.close()
+        for s in self._serial.values():
+            s.close()
+        for p in self._procs.values():
+            try:
+                p.wait(timeout=self.exec_timeout_s)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -1,0 +1,233 @@
+"""The staff file: a PNG (8/16-bit grey, alpha 0 where missing) with the header as JSON in zTXt.
+
+    from host.stafffile import write_staff, read_staff
+    write_staff("walk.png", staff)                  # grey (or grey+alpha when values are missing)
+    write_staff("walk.png", staff, colour=True)      # 8 bits: palette PNG, palette = a colour map
+    staff = read_staff("walk.png")                   # FormatError naming the file and the problem
+
+Rows are dofs, columns frames, pixel = code. Why the IDAT is written here and not by Pillow:
+Pillow cannot choose PNG filters per row, and the Sub filter (a row's difference along time)
+is what makes a staff compress (about 1.6x smaller than Pillow's own choice); each row gets the
+filter whose filtered bytes deflate smallest, and the stream is deflated with zopfli when it is
+installed (zlib level 9 otherwise). Any PNG reader (Pillow, browsers, viewers) reads the file;
+this reader uses Pillow, except for 16-bit grey+alpha, which Pillow reduces to 8 bits.
+"""
+
+import io
+import os
+import struct
+import zlib
+
+import numpy as np
+
+from host.pngrows import filter_rows, unfilter_rows
+from host.staff import Staff
+from protocol import staffheader
+from protocol.errors import FormatError
+
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_PIXELS = 89478485            # Pillow's decompression-bomb limit (rows x frames)
+MAX_HEADER_BYTES = 16 << 20
+COLOURMAP = "viridis"
+
+
+def _chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def _deflate(data, effort):
+    if effort >= 2 and len(data) <= (4 << 20):
+        try:
+            import zopfli.zlib
+
+            return zopfli.zlib.compress(data, numiterations=15 if effort >= 3 else 5)
+        except ImportError:
+            pass
+    return zlib.compress(data, 9 if effort >= 1 else 6)
+
+
+def palette_rgb(name=COLOURMAP):
+    """(256, 3) uint8: the colour map a colour staff's palette holds (index = code)."""
+    from matplotlib import colormaps
+
+    return (colormaps[name](np.linspace(0.0, 1.0, 256))[:, :3] * 255.0 + 0.5).astype(np.uint8)
+
+
+def encode_png(staff, colour=False, effort=2):
+    """The PNG bytes of a staff (effort 0 fast .. 3 smallest)."""
+    if staff.frames < 1:
+        raise ValueError("a staff file needs at least one frame")
+    if staff.frames * staff.nrows > MAX_PIXELS:
+        raise ValueError("staff of %d x %d values is larger than %d pixels" % (staff.nrows, staff.frames, MAX_PIXELS))
+    codes, missing = staff.codes()
+    has_alpha = bool(missing.any())
+    if colour and staff.bits != 8:
+        raise ValueError("--colour needs an 8-bit staff (a palette holds 256 codes)")
+    if colour and has_alpha:
+        raise ValueError("--colour: this staff has missing values, which a palette PNG cannot mark; "
+                         "write it in grey")
+    if has_alpha:
+        alpha = np.where(missing, 0, (1 << staff.bits) - 1).astype(codes.dtype)
+        pix = np.stack([codes, alpha], axis=-1).reshape(codes.shape[0], -1)
+        ctype = 4
+    else:
+        pix = codes
+        ctype = 3 if colour else 0
+    if staff.bits == 16:
+        raw = pix.astype(">u2").view(np.uint8).reshape(pix.shape[0], -1)
+    else:
+        raw = pix.astype(np.uint8)
+    bpp = (2 if staff.bits == 16 else 1) * (2 if has_alpha else 1)
+    data = filter_rows(raw, bpp, choose=effort >= 1)
+    hdr_json = staffheader.dumps(staff.header()).encode("utf-8")
+    out = [SIGNATURE,
+           _chunk(b"IHDR", struct.pack(">IIBBBBB", staff.frames, staff.nrows, staff.bits, ctype, 0, 0, 0)),
+           _chunk(b"zTXt", staffheader.KEYWORD.encode("latin-1") + b"\0\0" + _deflate(hdr_json, effort))]
+    if ctype == 3:
+        out.append(_chunk(b"PLTE", palette_rgb().tobytes()))
+    out.append(_chunk(b"IDAT", _deflate(data, effort)))
+    out.append(_chunk(b"IEND", b""))
+    return b"".join(out)
+
+
+def write_staff(path, staff, colour=False, effort=2):
+    """Write a staff as a PNG staff file."""
+    data = encode_png(staff, colour=colour, effort=effort)
+    with open(path, "wb") as f:
+        f.write(data)
+    return len(data)
+
+
+# ------------------------------------------------------------------------------------------
+# reading
+
+def _chunks(data, where):
+    """(IHDR fields, header text or None, chunk kinds) after checking the chunk structure."""
+    if data[:8] != SIGNATURE:
+        raise FormatError("%s: not a PNG file" % where)
+    pos, ihdr, text, kinds = 8, None, None, []
+    while True:
+        if pos + 8 > len(data):
+            raise FormatError("%s: truncated (the file ends inside a chunk header, no IEND)" % where)
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if n > len(data) - pos - 12:
+            raise FormatError("%s: truncated (chunk %r of %d bytes runs past the end)" % (where, kind, n))
+        body = data[pos + 8:pos + 8 + n]
+        crc = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0]
+        if zlib.crc32(kind + body) & 0xFFFFFFFF != crc:
+            raise FormatError("%s: chunk %r is corrupt (CRC mismatch)" % (where, kind))
+        kinds.append(kind)
+        if kind == b"IHDR":
+            if n != 13:
+                raise FormatError("%s: IHDR has %d bytes, not 13" % (where, n))
+            ihdr = struct.unpack(">IIBBBBB", body)
+        elif kind in (b"tEXt", b"zTXt", b"iTXt") and text is None:
+            text = _text_chunk(kind, body, where)
+        pos += 12 + n
+        if kind == b"IEND":
+            return ihdr, text, kinds
+
+
+def _text_chunk(kind, body, where):
+    key, _, rest = body.partition(b"\0")
+    if key != staffheader.KEYWORD.encode("latin-1"):
+        return None
+    try:
+        if kind == b"tEXt":
+            return rest
+        if kind == b"zTXt":
+            return _inflate(rest[1:], where)
+        # iTXt: compression flag, method, language tag \0, translated keyword \0, text
+        flag = rest[0]
+        tail = rest[2:].split(b"\0", 2)[2]
+        return _inflate(tail, where) if flag else tail
+    except (IndexError, zlib.error):
+        raise FormatError("%s: the %s header chunk is corrupt" % (where, kind.decode())) from None
+
+
+def _inflate(data, where):
+    d = zlib.decompressobj()
+    out = d.decompress(data, MAX_HEADER_BYTES)
+    if d.unconsumed_tail:
+        raise FormatError("%s: header text is larger than %d bytes" % (where, MAX_HEADER_BYTES))
+    return out
+
+
+def read_staff(path, skeleton_object=True):
+    """Read a PNG staff file; FormatError if it is not one this reader can trust."""
+    where = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    return decode_png(data, where, skeleton_object)
+
+
+def decode_png(data, where="staff.png", skeleton_object=True):
+    ihdr, text, kinds = _chunks(data, where)
+    if ihdr is None or kinds[0] != b"IHDR":
+        raise FormatError("%s: PNG has no IHDR chunk first" % where)
+    width, height, depth, ctype, _, _, interlace = ihdr
+    if text is None:
+        raise FormatError("%s: no motionstaff header (PNG text chunk %r)" % (where, staffheader.KEYWORD))
+    h = staffheader.loads(text, where="%s: header" % where)
+    if width * height > MAX_PIXELS:
+        raise FormatError("%s: %d x %d pixels is more than the %d this reader accepts" % (where, height, width, MAX_PIXELS))
+    if len(h["rows"]) != height:
+        raise FormatError("%s: header has %d rows but the image has %d" % (where, len(h["rows"]), height))
+    if h["frames"] != width:
+        raise FormatError("%s: header says %d frames but the image has %d columns" % (where, h["frames"], width))
+    if depth != h["bits"]:
+        raise FormatError("%s: header says %d bits but the image has %d-bit samples" % (where, h["bits"], depth))
+    if ctype not in (0, 3, 4) or (ctype == 3 and depth != 8):
+        raise FormatError("%s: colour type %d / %d bits is not a staff (grey, grey+alpha or 8-bit palette)"
+                          % (where, ctype, depth))
+    if b"IDAT" not in kinds:
+        raise FormatError("%s: no image data (IDAT)" % where)
+    codes, missing = _pixels(data, ctype, depth, width, height, interlace, where)
+    sk = h.get("skeleton")
+    if sk is not None and skeleton_object:
+        from device.body.skeleton import Skeleton
+
+        sk = Skeleton.from_dict(sk, where="%s: header: skeleton" % where)
+    meta = {"source": h.get("source", ""), "captured": h.get("captured", "")}
+    return Staff.from_codes(codes, missing, h["rows"], h["fps"], h["bits"], sk, meta)
+
+
+def _pixels(data, ctype, depth, width, height, interlace, where):
+    if ctype == 4 and depth == 16:
+        # Pillow reads 16-bit grey+alpha as 8 bits; unfilter the IDAT here instead
+        if interlace:
+            raise FormatError("%s: interlaced 16-bit grey+alpha is not supported" % where)
+        raw = _idat(data, where, height * (1 + width * 4))
+        rows = unfilter_rows(raw, height, width * 4, 4, where)
+        px = rows.view(">u2").reshape(height, width, 2).astype(np.uint16)
+        return px[..., 0], px[..., 1] == 0
+    from PIL import Image
+
+    try:
+        im = Image.open(io.BytesIO(data), formats=["PNG"])
+        im.load()
+    except Exception as e:   # Pillow raises OSError, SyntaxError, zlib.error, ... on bad data
+        raise FormatError("%s: image data is corrupt or truncated (%s)" % (where, str(e).splitlines()[0] if str(e) else type(e).__name__)) from None
+    a = np.asarray(im)
+    if ctype == 4:
+        return a[..., 0].astype(np.uint8), a[..., 1] == 0
+    if depth == 16:
+        return a.astype(np.uint16), np.zeros(a.shape, bool)
+    return a.astype(np.uint8), np.zeros(a.shape, bool)
+
+
+def _idat(data, where, expected):
+    pos, parts = 8, []
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IDAT":
+            parts.append(data[pos + 8:pos + 8 + n])
+        pos += 12 + n
+    try:
+        d = zlib.decompressobj()
+        out = d.decompress(b"".join(parts), expected + 1)
+    except zlib.error:
+        raise FormatError("%s: image data is corrupt or truncated" % where) from None
+    if len(out) != expected:
+        raise FormatError("%s: image data has %d bytes, expected %d (truncated?)" % (where, len(out), expected))
+    return out

@@ -1,0 +1,124 @@
+"""Jacobians of the estimators against central finite differences.
+
+H = dh/dx for markers (3D, 2D) and IMUs (gyro, accelerometer), the gravity stiffness dg/dq and
+the torque-state transition A, on the human model. Where the analytic form drops terms
+(documented in device/estimate/process.py and measurement.py) the test uses states where the
+dropped terms vanish, and checks the kept terms tightly.
+"""
+
+import numpy as np
+import pytest
+
+from device.body.dynamics import model_of
+from device.body.human import human_model
+from device.estimate.measurement import MeasurementModel
+from device.estimate.observation import Camera, Observation
+from device.estimate.process import ConstantAcceleration, TorqueProcess, gravity_stiffness
+
+
+@pytest.fixture(scope="module")
+def setup():
+    sk = human_model(floating=True)
+    model = model_of(sk, 1e-4)
+    rng = np.random.default_rng(7)
+    q = model.to_si(sk.home) + rng.uniform(-0.4, 0.4, model.n) * (model.is_rot + 0.1)
+    return sk, model, rng, q
+
+
+def fd(fun, x, cols, eps=1e-6):
+    out = []
+    for i in cols:
+        e = np.zeros_like(x)
+        e[i] = eps
+        out.append((fun(x + e) - fun(x - e)) / (2 * eps))
+    return np.array(out).T
+
+
+def obs_all(sk, cam=None):
+    """An Observation with every feature present (values are not used by H)."""
+    o = Observation(0.0, camera=cam)
+    for f in sk.features:
+        if f.kind == "imu":
+            o.imu[f.name] = (np.zeros(3), np.zeros(3))
+        else:
+            o.markers3d[f.name] = np.zeros(3)
+            if cam is not None:
+                o.markers2d[f.name] = np.zeros(2)
+    return o
+
+
+def test_gravity_stiffness_matches_finite_differences(setup):
+    sk, model, rng, q = setup
+    G = gravity_stiffness(model, model.kinematics(q))
+    N = fd(lambda x: model.gravity_torque(model.kinematics(x)), q, range(model.n))
+    assert np.abs(G - N).max() <= 1e-6 * np.abs(N).max()
+
+
+def _h(process, mm, obs):
+    def h(x):
+        return mm.linearise(process.linearise(x), obs, process.nx)[1]
+    return h
+
+
+@pytest.mark.parametrize("moving", [False, True])
+def test_measurement_jacobian_ca(setup, moving):
+    """CA state [q, qd, qdd]: H exact except d(Jdot qd)/dq, which vanishes at qd = 0."""
+    sk, model, rng, q = setup
+    proc = ConstantAcceleration(model, 1 / 60)
+    cam = Camera.look_at((4.0, 1.0, 1.2), (0.0, 0.0, 1.0), 900.0, 1280, 720)
+    mm = MeasurementModel(model)
+    obs = obs_all(sk, cam)
+    n = model.n
+    qd = rng.normal(0, 1.5, n) if moving else np.zeros(n)
+    x = np.concatenate([q, qd, rng.normal(0, 5.0, n)])
+    z, h, H, r = mm.linearise(proc.linearise(x), obs, proc.nx)
+    N = fd(_h(proc, mm, obs), x, range(proc.nx))
+    scale = np.abs(N).max()
+    if not moving:
+        assert np.abs(H - N).max() <= 1e-5 * scale
+    else:
+        # every row except the accelerometer q-block is exact while moving
+        n_imu = sum(f.kind == "imu" for f in sk.features)
+        acc_rows = np.concatenate([len(z) - 6 * n_imu + 6 * k + np.arange(3, 6) for k in range(n_imu)])
+        mask = np.ones(H.shape, bool)
+        mask[np.ix_(acc_rows, np.arange(n))] = False
+        assert np.abs(H - N)[mask].max() <= 1e-5 * scale
+        # the dropped second-order term stays a small part of the accelerometer q-block
+        blk = np.ix_(acc_rows, np.arange(n))
+        assert np.linalg.norm(H[blk] - N[blk]) <= 0.5 * np.linalg.norm(N[blk])
+
+
+def test_measurement_jacobian_torque_at_rest(setup):
+    """Torque state at rest (qd = 0, tau = g(q)): the analytic H equals finite differences."""
+    sk, model, rng, q = setup
+    proc = TorqueProcess(model, 1 / 60)
+    mm = MeasurementModel(model)
+    obs = obs_all(sk)
+    x = proc.initial_state(q)
+    H = mm.linearise(proc.linearise(x), obs, proc.nx)[2]
+    N = fd(_h(proc, mm, obs), x, range(proc.nx))
+    assert np.abs(H - N).max() <= 1e-5 * np.abs(N).max()
+
+
+def test_transition_matches_finite_differences_at_rest(setup):
+    sk, model, rng, q = setup
+    n = model.n
+    for integrator, tol in (("rk4", 2e-3), ("euler", 2e-2)):
+        proc = TorqueProcess(model, 1 / 240, integrator=integrator)
+        x = proc.initial_state(q)
+        lin = proc.linearise(x)
+        A = proc.transition(lin)
+        N = fd(lambda v: proc.predict(v, lin)[0], x, range(3 * n), eps=1e-7)
+        assert np.abs(A - N).max() <= tol * np.abs(N).max(), integrator
+
+
+def test_fd_jacobian_option_is_exact_while_moving(setup):
+    """jacobian='fd' gives dqdd/dx with the Coriolis and dM/dq terms the analytic form drops."""
+    sk, model, rng, q = setup
+    proc = TorqueProcess(model, 1 / 60, jacobian="fd")
+    n = model.n
+    x = np.concatenate([q, rng.normal(0, 1.0, n), np.zeros(n)])
+    x[2 * n:] = proc.initial_state(q)[2 * n:] + rng.normal(0, 1.0, n)
+    lin = proc.linearise(x)
+    N = fd(lambda v: proc.linearise(v).qdd, x, range(3 * n), eps=1e-5)
+    assert np.abs(lin.dqdd_dx - N).max() <= 1e-4 * np.abs(N).max()

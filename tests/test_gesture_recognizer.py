@@ -1,0 +1,206 @@
+"""Gesture recognition: SPRING core, library file, recogniser on real clips, commands."""
+
+import json
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from device.gestures.library import Gesture, library_from_dict, load_library, save_library
+from device.gestures.recognizer import Recognizer
+from device.gestures.spring import Spring
+from protocol.errors import FormatError
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "bvh")
+need_data = pytest.mark.skipif(not os.path.isdir(DATA), reason="../shared/data/bvh is absent")
+KICK = os.path.join(DATA, "dataset-1_kick_normal_001.bvh")
+
+
+def test_spring_finds_a_time_warped_template_and_rejects_noise():
+    rng = np.random.default_rng(3)
+    tpl = np.stack([np.sin(np.linspace(0, np.pi, 20)), np.linspace(0, 1, 20)], axis=1)
+    slow = np.stack([np.sin(np.linspace(0, np.pi, 31)), np.linspace(0, 1, 31)], axis=1)   # 1.5x slower
+    stream = np.concatenate([rng.normal(0, 0.05, (40, 2)), slow, rng.normal(0, 0.05, (40, 2))])
+    sp = Spring(tpl, 0.5, threshold=0.3, hold_frames=2)
+    hits = [h for h in (sp.step(x) for x in stream) if h is not None]
+    assert len(hits) == 1
+    dist, start, end, now = hits[0]
+    assert 38 <= start <= 43 and 68 <= end <= 71 and now - end <= 2
+    assert dist < 0.15
+    sp.reset()
+    assert all(sp.step(x) is None for x in rng.normal(0, 0.3, (200, 2)))
+    with pytest.raises(ValueError):
+        Spring(tpl[:1], 0.5, 0.3)
+    with pytest.raises(ValueError):
+        Spring(tpl, 0.0, 0.3)
+
+
+def _gesture(**kw):
+    d = dict(name="g", rows=["a", "b"], scales=[1.0, 1.0], templates=[np.zeros((3, 2))], threshold=0.5)
+    d.update(kw)
+    return Gesture(**d)
+
+
+def test_library_round_trip_and_bad_documents(tmp_path):
+    g = _gesture(command="osc:/x 1", space="rows", templates=[np.arange(6.0).reshape(3, 2)])
+    p = str(tmp_path / "lib.json")
+    save_library(p, [g])
+    (h,) = load_library(p)
+    assert (h.name, h.rows, h.command, h.space, h.threshold) == ("g", ["a", "b"], "osc:/x 1", "rows", 0.5)
+    np.testing.assert_array_equal(h.templates[0], g.templates[0])
+    assert load_library(str(tmp_path / "none.json"), missing_ok=True) == []
+    doc = json.load(open(p))
+    bad = [({"format": "x"}, "not a gesture library"), (dict(doc, version=9), "version"),
+           (dict(doc, gestures=[{"name": "g"}]), "missing field"),
+           (dict(doc, gestures=doc["gestures"] * 2), "repeat")]
+    for d, msg in bad:
+        with pytest.raises(FormatError, match=msg):
+            library_from_dict(d)
+    for kw, msg in [(dict(threshold=0), "threshold"), (dict(scales=[1.0]), "scales"),
+                    (dict(templates=[np.full((3, 2), np.nan)]), "finite"), (dict(space="x"), "space"),
+                    (dict(templates=[np.zeros((1, 2))]), "at least 2 frames")]:
+        with pytest.raises(FormatError, match=msg):
+            _gesture(**kw)
+    (tmp_path / "junk.json").write_bytes(b"\xff\x00")
+    with pytest.raises(FormatError, match="not JSON"):
+        load_library(str(tmp_path / "junk.json"))
+
+
+def test_rows_space_gesture_on_a_staff_without_skeleton():
+    rng = np.random.default_rng(5)
+    from host.gestures.learn import learn_gesture
+    bump = np.stack([30 * np.sin(np.linspace(0, np.pi, 15)), np.zeros(15)], axis=1)
+    ex = [bump + rng.normal(0, 1, bump.shape) for _ in range(3)]
+    g = learn_gesture("bump", ex, rows=["knee"], names=["knee", "hip"], scales=[30.0, 30.0], space="rows")
+    assert g.rows == ["knee"] and len(g.templates) == 3
+    rec = Recognizer([g], row_names=["hip", "knee"], fps=30.0)
+    flat = rng.normal(0, 1, (60, 2))
+    stream = np.concatenate([flat, bump[:, ::-1], flat])
+    ms = rec.run(stream)
+    assert [m.name for m in ms] == ["bump"]
+    assert 58 <= ms[0].frame_start <= 62 and 72 <= ms[0].frame_end <= 75
+    assert ms[0].frame_decided - 74 <= 3 and 0.5 <= ms[0].confidence <= 1.0
+    with pytest.raises(FormatError, match="no rows"):
+        Recognizer([g], row_names=["hip"], fps=30.0)
+    with pytest.raises(FormatError, match="skeleton"):
+        Recognizer([_gesture(rows=["l_knee_deg", "r_knee_deg"])], fps=30.0)
+
+
+@need_data
+def test_kick_leave_one_out_on_the_real_clip_live_path():
+    """Templates from kicks 2 and 3; the live path (FK + features per frame) finds kick 1."""
+    from host.bvh import read_bvh
+    from host.gestures.evaluate import LABELS
+    from host.gestures.learn import motion_features, learn_gesture
+    st = read_bvh(KICK)
+    f = motion_features(st)
+    (_, a1, b1), k2, k3 = LABELS["kick"]
+    neg = [(motion_features(read_bvh(os.path.join(DATA, "dataset-1_walk_normal_001.bvh"))), None)]
+    g = learn_gesture("kick", [f[k2[1]:k2[2] + 1], f[k3[1]:k3[2] + 1]], neg)
+    rec = Recognizer([g], skeleton=st.skeleton, row_names=st.names, fps=st.fps)
+    ms = []
+    for i in range(st.frames):                     # one column at a time, like the capture loop
+        ms += rec(i, i / st.fps, st.values[:, i], None)
+    spans = [(x, y) for _, x, y in LABELS["kick"]]
+    assert len(ms) == 3
+    for m, (x, y) in zip(ms, spans):
+        assert m.frame_start <= y and x <= m.frame_end
+        assert m.frame_decided - y <= 3             # within 100 ms of the kick's end at 30 fps
+    held_out = ms[0]
+    assert 0.5 <= held_out.confidence < 1.0 and held_out.distance > 0
+    for name in ("dataset-1_run_normal_001.bvh", "dataset-2_run_normal_001.bvh", "131_01.bvh", "05_20-mb.bvh"):
+        other = read_bvh(os.path.join(DATA, name))
+        r = Recognizer([g], skeleton=other.skeleton, row_names=other.names, fps=other.fps)
+        assert r.run(other.values.T) == [], name
+
+
+@need_data
+def test_benchmark_protocol_numbers():
+    from host.gestures.evaluate import evaluate, load_clips
+    rows, s = evaluate(load_clips(DATA))
+    assert (s["kick"]["tp"], s["kick"]["fn"], s["kick"]["fp"]) == (3, 0, 0)
+    assert (s["walk_start"]["tp"], s["walk_start"]["fp"]) == (3, 0)
+    assert (s["hop"]["tp"], s["hop"]["fp"]) == (2, 0)
+    assert s["all"]["precision"] == 1.0
+    assert s["all"]["recall"] == pytest.approx(8 / 11)
+    assert s["all"]["latency_max_ms"] <= 100.0 + 1e-9
+
+
+def test_actions_osc_serial_exec(tmp_path):
+    pytest.importorskip("pythonosc")
+    from pythonosc.dispatcher import Dispatcher
+    from pythonosc.osc_server import ThreadingOSCUDPServer
+    from device.gestures.recognizer import Match
+    from host.gestures.actions import Actions, parse_command
+    got, ev = [], threading.Event()
+
+    def on(address, *args):
+        got.append((address, args))
+        ev.set()
+    d = Dispatcher()
+    d.set_default_handler(on)
+    srv = ThreadingOSCUDPServer(("127.0.0.1", 0), d)
+    th = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    th.start()
+    try:
+        port = srv.server_address[1]
+        act = Actions(osc_target=("127.0.0.1", port))
+        out = tmp_path / "ran.txt"
+        code = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
+        m = Match("kick", "osc:/tv/power 1 2.5 on", 0.8, 0.1, 0.5, 0, 10, 12, 0.0, 0.33, 0.4)
+        act.perform(m)
+        assert ev.wait(10)
+        assert got == [("/tv/power", (1, 2.5, "on"))]
+        act.perform(m._replace(command="serial:loop:// POWER {name}"))
+        assert act.serial_port("loop://").read(16) == b"POWER kick\n"
+        act.perform(m._replace(command="exec:%s -c \"%s\" %s {name}:{confidence}" % (sys.executable, code, out)))
+        act.close()
+        assert out.read_text() == "kick:0.800"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert parse_command("osc://10.1.2.3:7000/a/b x") == ("osc", (("10.1.2.3", 7000), "/a/b", ["x"]))
+    for bad in ("osc:noslash", "osc://h:x/a", "serial:", "exec:", "shell:rm"):
+        with pytest.raises(FormatError):
+            parse_command(bad)
+
+
+@need_data
+def test_cli_learn_list_run(tmp_path, capsys):
+    from host.cli import main
+    lib = str(tmp_path / "g.json")
+    assert main(["gestures", "learn", "kick", KICK + "@6.0:6.87", KICK + "@10.43:11.3",
+                 "--command", "osc:/tv/power 1", "--library", lib]) == 0
+    assert main(["gestures", "list", "--library", lib]) == 0
+    capsys.readouterr()
+    assert main(["gestures", "run", os.path.join(DATA, "dataset-1_walk_normal_001.bvh"), "--library", lib,
+                 "--json", "--dry-run"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["gestures", "run", KICK + "", "--library", lib, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("kick ") == 3 and "3 match(es)" in out
+    assert main(["gestures", "run", "--library", lib]) == 2
+    assert main(["gestures", "learn", "x", str(tmp_path / "none.bvh"), "--library", lib]) == 2
+    assert main(["gestures", "learn", "x", KICK + "@3:2", "--library", lib]) == 2
+    assert "after its start" in capsys.readouterr().err
+
+
+@need_data
+def test_cli_run_from_capture_on_the_simulated_unit(tmp_path, capsys):
+    """The simulated capture unit replays CMU 131_01 (seeded); its live estimate (IMU
+    orientations -> joint angles, root position missing) goes through the recogniser."""
+    from host.cli import main
+    lib = str(tmp_path / "w.json")
+    rows = "l_hip_flex_deg,r_hip_flex_deg,l_knee_deg,r_knee_deg,l_foot_h_leg,r_foot_h_leg"
+    assert main(["gestures", "learn", "walk_start", os.path.join(DATA, "131_01.bvh") + "@0.6:1.87",
+                 "--rows", rows, "--library", lib]) == 0
+    capsys.readouterr()
+    assert main(["gestures", "run", "--from-capture", "--seconds", "5", "--library", lib, "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [m["name"] for m in lines] == ["walk_start"]
+    m = lines[0]
+    # calibration (1 s standing) and the blend into the clip (0.5 s) come first
+    assert 1.5 < m["t_start_s"] < m["t_end_s"] < m["t_decided_s"] <= m["t_end_s"] + 2 / 30 + 1e-9
+    assert m["confidence"] > 0.5

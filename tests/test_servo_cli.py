@@ -1,0 +1,104 @@
+"""`motionstaff robots`, `emulate` (a real subprocess on a pty) and `play` end to end."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from host.cli import main
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CLIP = REPO / ".." / "shared" / "data" / "bvh" / "131_01.bvh"
+
+
+def test_robots_lists_builtins(capsys):
+    assert main(["robots"]) == 0
+    out = capsys.readouterr().out
+    assert "khr17-maestro" in out and "op3-dynamixel" in out
+    assert main(["robots", "op3-dynamixel", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["controller"] == "dynamixel"
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    assert main(["robots", "no-such-robot"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("motionstaff: no-such-robot") and err.count("\n") == 1
+    bad = tmp_path / "r.json"
+    bad.write_text('{"format": "motionstaff-robot", "version": 1, "controller": "maestro", "servos": [{}]}')
+    assert main(["play", str(CLIP), "--port", "loop://", "--robot", str(bad)]) == 2
+    assert "servos[0]" in capsys.readouterr().err
+    assert main(["play", str(tmp_path / "none.bvh"), "--port", "loop://", "--robot", "khr17-maestro"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main(["play", str(CLIP), "--port", "loop://", "--robot", "khr17-maestro", "--controller", "x"]) == 2
+
+
+def _emulator(controller, log):
+    p = subprocess.Popen([sys.executable, "-m", "host.cli", "emulate", controller, "--log", str(log)],
+                         cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = p.stdout.readline().strip()
+    assert path.startswith("/dev/"), p.stderr.read()
+    return p, path
+
+
+@pytest.mark.skipif(not CLIP.exists(), reason="CMU clip not found at ../shared/data/bvh/131_01.bvh")
+def test_play_bvh_on_emulated_dynamixel(tmp_path, capsys):
+    robot = json.loads((REPO / "device" / "servo" / "robots" / "op3-dynamixel.json").read_text())
+    robot["ramp"]["max_vel_dps"] = 2000.0            # a quick ramp keeps the test short
+    rp = tmp_path / "op3.json"
+    rp.write_text(json.dumps(robot))
+    log = tmp_path / "timeline.csv"
+    proc, path = _emulator("dynamixel", log)
+    try:
+        rc = main(["play", str(CLIP), "--port", path, "--robot", str(rp), "--from", "1", "--to", "1.5",
+                   "--speed", "2", "--no-progress", "--json"])
+        out = capsys.readouterr().out
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert rc == 0, out
+    s = json.loads(out.strip().splitlines()[-1])
+    assert s["frames"] + s["skipped"] == 61 and s["mapping"] == "cmu" and s["servos_driven"] == 20
+    assert s["send_errors"] == 0 and s["failsafe"] == "torque_off"
+    assert proc.returncode == 0 and "commands" in err
+    rows = log.read_text().splitlines()
+    assert rows[0] == "t_s,servo,units,deg" and len(rows) > 20 * 50
+    knee = [r.split(",") for r in rows[1:] if r.split(",")[1] == "13"]
+    units = [int(r[2]) for r in knee if r[2] not in ("None", "")]
+    assert all(0 <= u <= 4095 for u in units)
+
+
+def test_emulate_json_log_on_sigterm(tmp_path):
+    log = tmp_path / "t.json"
+    proc, path = _emulator("ssc32", log)
+    import serial
+    with serial.serial_for_url(path, baudrate=115200, timeout=1) as port:
+        port.write(b"#1P1600#2P1400T100\r")
+        port.write(b"QP1\r")
+        assert port.read(1) == bytes((160,))
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=20)
+    d = json.loads(log.read_text())
+    assert [e["units"] for e in d["timeline"]] == [1600, 1400]
+
+
+@pytest.mark.skipif(not CLIP.exists(), reason="CMU clip not found at ../shared/data/bvh/131_01.bvh")
+def test_ctrl_c_leaves_robot_in_failsafe(tmp_path):
+    from device.servo.emulate import make_emulator
+    from device.servo.emulate.pty import PtyServer
+    emu = make_emulator("dynamixel", ids=range(1, 21))
+    with PtyServer(emu) as srv:
+        p = subprocess.Popen([sys.executable, "-m", "host.cli", "play", str(CLIP), "--port", srv.path,
+                              "--robot", "op3-dynamixel", "--loop", "--no-progress"],
+                             cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert emu.wait_for(lambda e: e.commands > 20 * 40, 60.0)
+        finally:
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=30)
+        assert p.returncode == 130, err
+        assert "interrupted" in out and "failsafe: torque_off" in out
+        assert emu.wait_for(lambda e: all(v is None for v in e.positions.values()), 5.0)
