@@ -284,7 +284,7 @@ def staff_to_bvh(staff, units=None):
     """BVH text of a staff, using its skeleton's hierarchy (links -> joints, dofs -> channels)."""
     if staff.skeleton is None:
         raise FormatError("this staff has no skeleton, so it cannot be written as BVH")
-    joints, columns, signs, units = skeleton_hierarchy(staff.skeleton, staff.names, units)
+    joints, columns, factors, adds, units = skeleton_hierarchy(staff.skeleton, staff.names, units)
     out = ["HIERARCHY"]
 
     kids = {}
@@ -319,8 +319,8 @@ def staff_to_bvh(staff, units=None):
         # BVH cannot mark a missing value: hold the last known one (the first known, at the start)
         v = _hold_missing(v)
     cols = np.empty((staff.frames, len(columns)))
-    for k, (r, s) in enumerate(zip(columns, signs)):
-        cols[:, k] = 0.0 if r < 0 else s * v[r]
+    for k, (r, f, a) in enumerate(zip(columns, factors, adds)):
+        cols[:, k] = f * v[r] + a
     for f in range(staff.frames):
         out.append(" ".join(_fmt(x) for x in cols[f]))
     return "\n".join(out) + "\n"

@@ -2,11 +2,13 @@
 
     from host.bvhskeleton import build_skeleton, skeleton_hierarchy
     sk = build_skeleton(joints, "cm", values)            # joints from host.bvh.parse_bvh
-    joints, columns, factors, units = skeleton_hierarchy(sk, staff.names)
+    joints, columns, factors, adds, units = skeleton_hierarchy(sk, staff.names)
 
 One link per ROOT/JOINT (same name), End Sites as links `<Parent>_End` with no dofs; dofs named
 `<Joint>.<Channel>` with axis-aligned axes, rotations in degrees, positions in the file's units;
-offsets in metres; gravity along -Y (BVH is Y-up). Masses: de Leva (1996), "Adjustments to
+offsets in metres; gravity along -Y (BVH is Y-up). A position channel holds the joint's whole
+local position along its axis (it replaces OFFSET, as in Blender and bvhio), so the link's offset
+is zero along that axis and the file's OFFSET is kept in skeleton.meta["bvh_offsets"]. Masses: de Leva (1996), "Adjustments to
 Zatsiorsky-Seluyanov's segment inertia parameters", J. Biomech. 29(9):1223-1230, male table,
 for a 75 kg body, shared among the links whose names say which segment they are (hip, thigh,
 UpLeg, ForeArm, ...); unrecognised links (fingers, eyes, the root anchor) get no mass.
@@ -93,6 +95,7 @@ def build_skeleton(joints, units, values=None, name="bvh"):
         child_off[i].append(e * scale)
     seg, mass = _masses(names, child_off)
     r = 0
+    bvh_offsets = {}
     for i, j in enumerate(joints):
         kids = child_off[i]
         tip = np.mean(kids, axis=0) if kids else np.zeros(3)
@@ -103,8 +106,14 @@ def build_skeleton(joints, units, values=None, name="bvh"):
             u = tip / length
             m = mass[i] * length * length * (rt * rt * (np.eye(3) - np.outer(u, u)) + rl * rl * np.outer(u, u))
             inertia = [_sig(x) for x in (m[0, 0], m[1, 1], m[2, 2], m[0, 1], m[0, 2], m[1, 2])]
+        offset = j.offset * scale
+        if any(c.endswith("position") for c in j.channels):
+            bvh_offsets[j.name] = [float(x) for x in j.offset]
+            for c in j.channels:
+                if c.endswith("position"):
+                    offset["XYZ".index(c[0])] = 0.0
         links.append({"name": j.name, "parent": None if j.parent < 0 else names[j.parent],
-                      "offset": [_sig(x, 9) for x in j.offset * scale], "mass": _sig(mass[i]),
+                      "offset": [_sig(x, 9) for x in offset], "mass": _sig(mass[i]),
                       "com": [_sig(x) for x in tip / 2.0], "inertia": [float(x) for x in inertia]})
         for c in j.channels:
             rot = c.endswith("rotation")
@@ -129,7 +138,7 @@ def build_skeleton(joints, units, values=None, name="bvh"):
         links.append({"name": nm, "parent": names[i], "offset": [_sig(x, 9) for x in e * scale],
                       "mass": 0.0, "com": [0.0, 0.0, 0.0], "inertia": [0.0] * 6})
     d = {"format": "motionstaff-skeleton", "version": 1, "name": name, "gravity": [0.0, -9.81, 0.0],
-         "links": links, "dofs": dofs, "features": [], "meta": {"bvh_units": units}}
+         "links": links, "dofs": dofs, "features": [], "meta": {"bvh_units": units, "bvh_offsets": bvh_offsets}}
     # End Site links come after every joint, so each parent is listed before its children
     return Skeleton.from_dict(d, where=name)
 
@@ -144,10 +153,12 @@ def _as_skeleton(sk):
 
 
 def skeleton_hierarchy(skeleton, row_names, units=None):
-    """(joints, columns, factors, units) to write a skeleton's motion as BVH.
+    """(joints, columns, factors, adds, units) to write a skeleton's motion as BVH.
 
     joints: host.bvh.Joint list (offsets in the BVH units); columns[k]: the staff row feeding
-    BVH channel k; factors[k]: multiply the row by it (axis sign, rad->deg, length units).
+    BVH channel k; channel = row * factors[k] (axis sign, rad->deg, length units) + adds[k]
+    (the link offset a position channel replaces). A translation listed after a rotation of
+    its link becomes a parent-frame position (BVH has no other kind): exact only at rest.
     """
     from host.bvh import Joint
 
@@ -170,7 +181,9 @@ def skeleton_hierarchy(skeleton, row_names, units=None):
         i = stack.pop()
         order.append(i)
         stack.extend(reversed(kids.get(i, [])))
-    joints, index, columns, factors = [], {}, [], []
+    meta = sk.meta if isinstance(sk.meta, dict) else {}
+    bvh_offsets = meta.get("bvh_offsets") or {}
+    joints, index, columns, factors, adds = [], {}, [], [], []
     for i in order:
         ln = sk.links[i]
         is_end = (not ln.dofs and not kids.get(i) and ln.parent >= 0
@@ -178,10 +191,15 @@ def skeleton_hierarchy(skeleton, row_names, units=None):
         if is_end:
             joints[index[ln.parent]].end_sites.append(ln.offset * per_m)
             continue
-        j = Joint(ln.name, index[ln.parent] if ln.parent >= 0 else -1, ln.offset * per_m)
+        kept = bvh_offsets.get(ln.name)
+        off = np.array(kept, float) if kept is not None else ln.offset * per_m
+        j = Joint(ln.name, index[ln.parent] if ln.parent >= 0 else -1, off)
         index[i] = len(joints)
         joints.append(j)
-        for di in ln.dofs:
+        # BVH positions are in the parent's frame whatever their place in CHANNELS: write them
+        # first, unless the link came from a BVH file (then its channel order is kept as it was)
+        dofs = ln.dofs if kept is not None else sorted(ln.dofs, key=lambda k: sk.dofs[k].kind != "translation")
+        for di in dofs:
             d = sk.dofs[di]
             ax = int(np.argmax(np.abs(d.axis)))
             if abs(abs(d.axis[ax]) - 1.0) > 1e-9:
@@ -196,4 +214,7 @@ def skeleton_hierarchy(skeleton, row_names, units=None):
             columns.append(rows[d.name])
             unit_f = (d.scale * 180.0 / np.pi) if d.kind == "rotation" else d.scale * per_m
             factors.append(float(np.sign(d.axis[ax])) * unit_f)
-    return joints, columns, factors, units
+            # a position channel replaces OFFSET along its axis: add the link's offset there
+            # (zero for skeletons read from BVH, whose file OFFSET is kept in bvh_offsets)
+            adds.append(float(ln.offset[ax] * per_m) if d.kind == "translation" and kept is None else 0.0)
+    return joints, columns, factors, adds, units

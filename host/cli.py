@@ -25,6 +25,8 @@ COMMANDS = {
     "emulate": "host.commands.emulate",
     "robots": "host.commands.robots",
     "edit": "host.commands.edit",
+    "retarget": "host.commands.retarget",
+    "render": "host.commands.render",
     "gestures": "host.commands.gestures",
     "stream": "host.commands.stream",
 }

@@ -28,6 +28,7 @@ from protocol.errors import FormatError
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_PIXELS = 89478485            # Pillow's decompression-bomb limit (rows x frames)
 MAX_HEADER_BYTES = 16 << 20
+MAX_FILE_BYTES = 1 << 29          # 512 MiB: more than MAX_PIXELS of 16-bit grey+alpha, uncompressed
 COLOURMAP = "viridis"
 
 
@@ -156,6 +157,9 @@ def _inflate(data, where):
 def read_staff(path, skeleton_object=True):
     """Read a PNG staff file; FormatError if it is not one this reader can trust."""
     where = os.fspath(path)
+    size = os.path.getsize(path)
+    if size > MAX_FILE_BYTES:
+        raise FormatError("%s: %d bytes is larger than the %d a staff file can need" % (where, size, MAX_FILE_BYTES))
     with open(path, "rb") as f:
         data = f.read()
     return decode_png(data, where, skeleton_object)

@@ -1,5 +1,12 @@
 """Shared pytest fixtures. Keep additions small: one import or fixture per area."""
 
+# estimate: one BLAS thread (set before numpy loads). Threaded OpenBLAS on a shared 2-core
+# machine made a 234x234 Cholesky take 100 ms instead of 1 ms.
+import os  # noqa: E402
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # mpy: one MicroPython WebAssembly session for the whole run (tools/mpy_run.py)
 from tools.mpy_run import mpy  # noqa: F401
 

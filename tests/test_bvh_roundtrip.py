@@ -70,10 +70,11 @@ def test_derived_skeleton(shared_data):
 
 
 def _oracle_positions(joints, values, scale):
-    """World joint positions by the textbook BVH recipe, with scipy's intrinsic Euler angles."""
+    """World joint positions by the textbook BVH recipe (as Blender and bvhio read it), with
+    scipy's intrinsic Euler angles."""
     pos, rot, out, col = {}, {}, [], 0
     for i, j in enumerate(joints):
-        t = np.zeros(3)
+        t = j.offset.copy()        # a position channel replaces OFFSET along its axis
         order, angles = "", []
         for c in j.channels:
             if c.endswith("position"):
@@ -84,9 +85,9 @@ def _oracle_positions(joints, values, scale):
             col += 1
         r_local = Rotation.from_euler(order, angles, degrees=True).as_matrix() if order else np.eye(3)
         if j.parent < 0:
-            pos[i], rot[i] = (j.offset + t) * scale, r_local
+            pos[i], rot[i] = t * scale, r_local
         else:
-            pos[i] = pos[j.parent] + rot[j.parent] @ ((j.offset + t) * scale)
+            pos[i] = pos[j.parent] + rot[j.parent] @ (t * scale)
             rot[i] = rot[j.parent] @ r_local
         out.append(pos[i])
     return np.array(out)
@@ -137,7 +138,8 @@ def test_staff_of_another_skeleton_exports_as_bvh():
     from host.staff import Row, Staff
 
     sk = human_model()
-    v = np.tile(sk.home[:, None], (1, 4)) + np.linspace(0, 5, 4)[None, :] * (sk.scales[:, None] > 0.01)
+    rot = np.array([d.kind == "rotation" for d in sk.dofs])
+    v = np.tile(sk.home[:, None], (1, 4)) + np.linspace(0, 5, 4)[None, :] * rot[:, None]
     st = Staff(v, [Row(d.name, d.unit, d.lo, d.hi, d.kind == "rotation") for d in sk.dofs], skeleton=sk)
     text = staff_to_bvh(st, units="m")
     back = bvh_to_staff(text, "human.bvh", units="m")
@@ -187,3 +189,23 @@ def test_segment_names():
     assert [segment_of(n) for n in ("LeftUpLeg", "LeftHip", "LHipJoint", "Hips", "rShin", "LeftForeArm",
                                     "LeftElbow", "RightArm", "Head", "LFingers", "joint_Root")] == \
         ["thigh", "thigh", "pelvis", "pelvis", "shank", "forearm", "forearm", "upper_arm", "head", None, None]
+
+
+@pytest.mark.parametrize("name", ["131_03.bvh", "05_20-daz.bvh", "dataset-1_run_normal_001.bvh"])
+def test_exported_bvh_reads_in_an_independent_parser(shared_data, tmp_path, name):
+    """bvhio (PyPI) reads our export and places every joint where our kinematics does."""
+    bvhio = pytest.importorskip("bvhio")
+    st = read_bvh(shared_data / "bvh" / name)
+    q = st.quantised()
+    out = tmp_path / name
+    write_bvh(out, q)
+    h = bvhio.readAsHierarchy(str(out))
+    names = st.skeleton.link_names
+    for f in (0, q.frames // 2, q.frames - 1):
+        h.loadPose(f)
+        want = forward_kinematics(st.skeleton, q.values.T[f]).link_pos_m
+        layout = h.layout()
+        assert len(layout) == len([n for n in names if not n.endswith("_End")])
+        for joint, _, _ in layout:
+            got = np.array(joint.PositionWorld) * 0.01
+            assert np.allclose(got, want[names.index(joint.Name)], atol=2e-6)   # bvhio uses float32

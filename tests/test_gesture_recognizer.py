@@ -204,3 +204,41 @@ def test_cli_run_from_capture_on_the_simulated_unit(tmp_path, capsys):
     # calibration (1 s standing) and the blend into the clip (0.5 s) come first
     assert 1.5 < m["t_start_s"] < m["t_end_s"] < m["t_decided_s"] <= m["t_end_s"] + 2 / 30 + 1e-9
     assert m["confidence"] > 0.5
+
+
+@need_data
+def test_two_gestures_in_one_library_keep_apart():
+    from host.bvh import read_bvh
+    from host.gestures.evaluate import LABELS, LEGS
+    from host.gestures.learn import motion_features, learn_gesture
+    kick_f = motion_features(read_bvh(KICK))
+    walk_f = motion_features(read_bvh(os.path.join(DATA, "131_01.bvh")))
+    _, k2, k3 = LABELS["kick"]
+    w1 = LABELS["walk_start"][0]
+    lib = [learn_gesture("kick", [kick_f[k2[1]:k2[2] + 1], kick_f[k3[1]:k3[2] + 1]]),
+           learn_gesture("walk_start", [walk_f[w1[1]:w1[2] + 1]], rows=LEGS)]
+    for clip, expect in ((KICK, ["kick"] * 3), (os.path.join(DATA, "131_03.bvh"), ["walk_start"] * 2)):
+        st = read_bvh(clip)
+        ms = Recognizer(lib, skeleton=st.skeleton, fps=st.fps).run(st.values.T)
+        assert [m.name for m in ms] == expect, clip
+    st = read_bvh(os.path.join(DATA, "131_03.bvh"))
+    ms = Recognizer(lib, skeleton=st.skeleton, fps=st.fps).run(st.values.T)
+    starts = [m.t_start_s for m in ms]
+    assert starts[0] < 2.0 < 7.0 < starts[1]        # the start, and the walk-off after the hop
+
+
+def test_capture_gaps_break_matches_and_keep_frame_numbers():
+    from host.gestures.learn import learn_gesture
+    bump = np.stack([30 * np.sin(np.linspace(0, np.pi, 15)), np.zeros(15)], axis=1)
+    g = learn_gesture("bump", [bump], names=["knee", "hip"], scales=[30.0, 30.0], space="rows")
+    stream = np.concatenate([np.zeros((30, 2)), bump, np.zeros((30, 2))])
+    rec = Recognizer([g], row_names=["knee", "hip"], fps=30.0)
+    ms = []
+    for k in range(len(stream)):
+        if 36 <= k <= 38:
+            continue                          # the loop skipped these frames (missing)
+        ms += rec(k, k / 30.0, list(stream[k]), None)
+    assert ms == [] and rec.frame == len(stream) - 1
+    rec.reset()
+    ms = [m for k in range(len(stream)) for m in rec(k + 100, (k + 100) / 30.0, list(stream[k]), None)]
+    assert len(ms) == 1 and 129 <= ms[0].frame_start and ms[0].frame_end <= 145

@@ -6,7 +6,7 @@
     cfg = load_config("unit.json")               # FormatError naming the bad field
 
     {"format": "motionstaff-unit", "version": 1, "rate_hz": 30, "bits": 8,
-     "body": "clip" | "human" | "human-floating" | "path/to/skeleton.json",
+     "body": "clip" | "human" | "human-floating" | "humanoid18" | "path/to/skeleton.json",
      "estimator": "orient" | "ekf" | ...,        # make_estimator() names when device.estimate has them
      "subject": {"clip": "builtin" | "walk.bvh", "seed": 1, "noise": {...}, "outages": [...]} | null,
      "calibration": {"still_s": 1.0},
@@ -59,9 +59,15 @@ def place_sensors(skeleton, chip="bno055", bus="main"):
             continue
         mux = k // (2 * 8)
         ch = (k // 2) % 8
+        # where the skeleton already has an IMU feature on this link, the sensor sits there
+        pos = [0.0, 0.0, 0.0]
+        for f in skeleton.features:
+            if f.kind == "imu" and f.link == i:
+                pos = [float(x) for x in f.position]
+                break
         out.append({"name": ln.name + "_imu", "chip": chip, "bus": bus, "addr": addrs[k % 2],
                     "mux": {"addr": 0x70 + mux, "channel": ch}, "link": ln.name,
-                    "position": [0.0, 0.0, 0.0], "mount_rpy_deg": [0.0, 0.0, 0.0]})
+                    "position": pos, "mount_rpy_deg": [0.0, 0.0, 0.0]})
         k += 1
     if k > 8 * 16:
         raise ValueError("%d IMUs do not fit behind 8 multiplexers on one bus" % k)

@@ -26,6 +26,8 @@ from device.capture.stats import TimingStats
 from protocol import container, staffcodec, staffheader
 
 STAGES = ("read", "estimate", "encode", "record", "output")
+# the simulator's share of "read" (subject, truth, rendering) is reported apart as "simulate"
+# and excluded from the unit's busy time: on a real unit that work is the body and the chips
 
 
 def staff_rows(skeleton):
@@ -104,8 +106,10 @@ class CaptureLoop:
         p4 = time.perf_counter()
         self._emit(k, t_s, values, codes)
         p5 = time.perf_counter()
-        self.stats.frame(start, due, {"read": p1 - p0, "estimate": p2 - p1, "encode": p3 - p2,
-                                      "record": p4 - p3, "output": p5 - p4}, p5 - p0)
+        sim = getattr(self.unit, "sim_s", 0.0) if self.unit.replay is None else 0.0
+        self.stats.frame(start, due, {"read": p1 - p0 - sim, "estimate": p2 - p1, "encode": p3 - p2,
+                                      "record": p4 - p3, "output": p5 - p4}, p5 - p0 - sim)
+        self.stats.simulate_s.append(sim)
         if self.truth is not None and self.unit.subject is not None:
             self.truth.append(self.unit.subject.q_true(t_s))
         self.last_q = q

@@ -20,6 +20,7 @@ class TimingStats:
         self.stages = tuple(stages)
         self.stage_s = {s: [] for s in self.stages}
         self.busy_s = []
+        self.simulate_s = []      # simulator time per frame (not part of busy)
         self.late_s = []
         self.latency_s = []
         self.starts = []
@@ -66,6 +67,9 @@ class TimingStats:
             xs = self.stage_s[s]
             out["%s_mean_ms" % s] = (sum(xs) / len(xs) * ms) if xs else float("nan")
             out["%s_p99_ms" % s] = self._q(xs, 0.99) * ms
+        if self.simulate_s:
+            out["simulate_mean_ms"] = sum(self.simulate_s) / len(self.simulate_s) * ms
+            out["simulate_p99_ms"] = self._q(self.simulate_s, 0.99) * ms
         if self.busy_s:
             out["busy_mean_ms"] = sum(self.busy_s) / len(self.busy_s) * ms
             out["busy_p99_ms"] = self._q(self.busy_s, 0.99) * ms
@@ -78,7 +82,7 @@ class TimingStats:
     def table(self):
         s = self.summary()
         lines = ["%-18s %10s %10s" % ("stage", "mean ms", "p99 ms")]
-        for st in self.stages + ("busy", "latency"):
+        for st in self.stages + ("busy", "latency") + (("simulate",) if self.simulate_s else ()):
             lines.append("%-18s %10.3f %10.3f" % (st, s.get("%s_mean_ms" % st, float("nan")),
                                                  s.get("%s_p99_ms" % st, float("nan"))))
         lines.append("frames %d, skipped %d, overruns %d, period %.3f ms, spare %.1f%%"

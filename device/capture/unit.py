@@ -12,6 +12,7 @@ pose. A `replay` source replaces the buses with a raw log (device.capture.rawlog
 """
 
 import importlib
+import time
 
 import numpy as np
 
@@ -81,6 +82,8 @@ class Unit:
             self.skeleton = self.clip.skeleton
         elif body in ("human", "human-floating"):
             self.skeleton = human_model(floating=body == "human-floating")
+        elif body == "humanoid18":
+            self.skeleton = humanoid18()
         else:
             self.skeleton = Skeleton.load(body)
         sk = self.skeleton
@@ -111,6 +114,12 @@ class Unit:
         else:
             for s in specs:
                 self._chip[s["name"]] = s["chip"]
+        self.camera = None
+        self.markers2d = {}
+        self.sim_s = 0.0          # time the last read() spent simulating (subject, chips' truth, camera)
+        cam = cfg.get("camera")
+        if cam:
+            self._open_camera(cam)
         cal_sensors = [{"name": s["name"], "link": sk.link_index(s["link"]),
                         "R_nominal": _rpy(s.get("mount_rpy_deg", (0, 0, 0)))} for s in specs]
         self.cal_sensors = cal_sensors
@@ -120,16 +129,66 @@ class Unit:
         self.estimator = None
         self.last_q = sk.home.copy()
 
+    def _open_camera(self, cam):
+        from device.sensors.camera import CameraModel
+        calib = cam.get("calibration")
+        if isinstance(calib, str):
+            model = CameraModel.load(calib)
+        elif isinstance(calib, dict):
+            model = CameraModel.from_dict(calib)
+        else:
+            # default: 3 m in front of the subject, looking back at its middle
+            up = -self.skeleton.gravity / np.linalg.norm(self.skeleton.gravity)
+            centre = up * 0.9
+            fwd = np.array([1.0, 0, 0]) if abs(up[0]) < 0.9 else np.array([0, 0, 1.0])
+            model = CameraModel.looking_at(centre + 3.0 * fwd, centre, up=up)
+        url = cam.get("url", "sim-cam://")
+        if url.startswith("sim-cam://") and self.subject is not None:
+            from device.sensors.camera_sim import SimCamera
+            sub = self.cfg.get("subject") or {}
+            self.camera = SimCamera(model, scene=self.subject.marker_positions,
+                                    seed=sub.get("seed", 1) + 7,
+                                    occlusion=cam.get("occlusion", 0.02))
+        else:
+            from device.hal import open_camera
+            self.camera = open_camera(url, calibration=model)
+        self._marker_names = [f.name for f in self.skeleton.features if f.kind == "marker"]
+
+    def predicted_markers2d(self):
+        """Search windows {name: (u, v, r_px)}: the estimator's, else the last estimate projected."""
+        est = getattr(self.estimator, "predicted_markers2d", None)
+        pred = est() if est is not None else {}
+        if pred:
+            return pred
+        from device.body.kinematics import forward_kinematics
+        q = np.where(np.isnan(self.last_q), self.skeleton.home, self.last_q)
+        if self.subject is not None and self.calibrated is None:
+            q = self.subject.q_true(self.subject.t_s)   # the calibration pose is known
+        pose = forward_kinematics(self.skeleton, q)
+        names = [f.name for f in self.skeleton.features]
+        idx = [names.index(n) for n in self._marker_names]
+        uv, z = self.camera.model.project(pose.feature_pos_m[idx])
+        return {n: (uv[k, 0], uv[k, 1], 25.0) for k, n in enumerate(self._marker_names) if z[k] > 0}
+
     # -- a frame ------------------------------------------------------------------------
     def read(self, t_s):
-        """Every sensor's normalised reading at t_s (None when stale)."""
+        """Every sensor's normalised reading at t_s (None when stale); markers in self.markers2d."""
         if self.replay is not None:
             return self.replay.read(t_s)
+        t0 = time.perf_counter()
         if self.subject is not None:
             self.subject.advance(t_s)
+        self.sim_s = time.perf_counter() - t0
         out = {}
         for slot in self.slots:
             out[slot.name] = normalise(self._chip[slot.name], slot.sample())
+        if self.camera is not None:
+            from device.sensors.markers import find_markers
+            t0 = time.perf_counter()
+            image, _t = self.camera.capture()
+            if self.subject is not None:
+                self.sim_s += time.perf_counter() - t0     # rendering is the simulator's work
+            self.markers2d = find_markers(image, self.predicted_markers2d())
         return out
 
     def estimate(self, t_s, readings):
@@ -152,7 +211,15 @@ class Unit:
             imu[name] = (np.asarray(r["gyro"]), np.asarray(r["accel"]))
             if r.get("quat") is not None:
                 orient[name] = r["quat"]
-        q = self.estimator.step(Obs(t_s, imu, orient))
+        if isinstance(self.estimator, OrientEstimator):
+            obs = Obs(t_s, imu, orient)
+            if self.camera is not None:
+                obs.markers2d, obs.camera = self.markers2d, self.camera.model
+        else:
+            # device.estimate's contract: gyro and specific force in each sensor's frame
+            from device.estimate.observation import Observation
+            obs = Observation(t_s, imu=imu)
+        q = self.estimator.step(obs)
         self.last_q = q
         return q
 
@@ -193,6 +260,8 @@ class Unit:
     def close(self):
         for b in self.buses.values():
             b.close()
+        if self.camera is not None:
+            self.camera.close()
 
 
 def _clip_path(sub):
@@ -224,6 +293,22 @@ def _synthetic_motion(sk, seed):
         out[out > hi] = hi[out > hi]
         return out
     return q
+
+
+HUMANOID18 = ("l_shoulder_flex", "l_shoulder_abd", "l_elbow_flex", "r_shoulder_flex", "r_shoulder_abd",
+              "r_elbow_flex", "l_hip_flex", "l_hip_abd", "l_hip_rot", "l_knee_flex", "l_ankle_flex",
+              "l_ankle_inv", "r_hip_flex", "r_hip_abd", "r_hip_rot", "r_knee_flex", "r_ankle_flex",
+              "r_ankle_inv")
+
+
+def humanoid18():
+    """The human model with the 18 dofs of a hobby humanoid (Bioloid-style): arms 3+3, legs 6+6."""
+    h = human_model()
+    dofs = [d for d in h.dofs if d.name in HUMANOID18]
+    for d in dofs:
+        if d.mirror not in HUMANOID18:
+            d.mirror = None
+    return Skeleton(h.links, dofs, h.features, name="humanoid18", gravity=h.gravity, meta=h.meta)
 
 
 def build_unit(cfg, clip_path=None, replay=None, skeleton=None):

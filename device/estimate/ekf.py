@@ -47,6 +47,7 @@ class JointEKF:
         self.lin = None
         self.nis = np.nan          # normalised innovation squared of the last update
         self.nz = 0                # rows in the last update
+        self.failures = 0          # updates skipped because S was not positive definite
 
     # -- state ------------------------------------------------------------------------------------
     def initialise(self, q0_dof, qd0_dof=None, p0_sigma=None):
@@ -59,15 +60,14 @@ class JointEKF:
         var = np.empty(self.nx)
         var[:n] = s[0] ** 2
         var[n:2 * n] = s[1] ** 2
-        if self.process.nblocks == 3:
-            third = s[2] ** 2 * np.ones(n)
-            if hasattr(self.process, "q_var") and self.process.__class__.__name__ == "TorqueProcess":
-                kin = self.model.kinematics(q0)
-                d = np.diag(self.model.mass_matrix(kin)) + self.model.armature
-                third = (s[2] * np.maximum(d, 1e-6)) ** 2
-            var[2 * n:] = third
-        self.P = np.diag(var)
+        self.P = np.diag(var[:self.nx] if self.process.nblocks == 3 else var[:2 * n])
         self.lin = self.process.linearise(self.x)
+        if self.process.nblocks == 3:
+            if hasattr(self.process, "torque_cov"):
+                # tau: the torque covariance of an acceleration uncertainty s[2] (rad/s^2)
+                self.P[2 * n:, 2 * n:] = self.process.torque_cov(self.lin.M, np.full(n, s[2] ** 2))
+            else:
+                self.P[2 * n:, 2 * n:] = np.eye(n) * s[2] ** 2
         return self
 
     @property
@@ -95,7 +95,14 @@ class JointEKF:
             PHT = P @ H.T
             # S = H P H' + R
             S = H @ PHT + np.diag(r)
-            c = cho_factor(S, lower=True, check_finite=False)
+            try:
+                c = cho_factor(S, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:
+                # P lost definiteness to round-off (or the state diverged): repair, skip this update
+                w, V = np.linalg.eigh(0.5 * (P + P.T))
+                self.P = (V * np.maximum(w, 1e-12)) @ V.T
+                self.failures += 1
+                return
             # K = P H' S^-1
             K = cho_solve(c, PHT.T, check_finite=False).T
             # x = x + K y
@@ -103,9 +110,15 @@ class JointEKF:
             self.nis = float(y @ cho_solve(c, y, check_finite=False))
             # P = (I - K H) P (I - K H)' + K R K'
             IKH = np.eye(self.nx) - K @ H
-            self.P = IKH @ P @ IKH.T + (K * r) @ K.T
+            P = IKH @ P @ IKH.T + (K * r) @ K.T
+            self.P = 0.5 * (P + P.T)
         if self.clamp:
-            self.x[:self.n] = np.clip(self.x[:self.n], self.lo_si, self.hi_si)
+            # a joint at its limit stops: q clipped, an outward velocity zeroed
+            n = self.n
+            q = self.x[:n]
+            out = ((q < self.lo_si) & (self.x[n:2 * n] < 0)) | ((q > self.hi_si) & (self.x[n:2 * n] > 0))
+            self.x[:n] = np.clip(q, self.lo_si, self.hi_si)
+            self.x[n:2 * n][out] = 0.0
         # self.lin (at the prior) stays: the next predict takes A from it (one dynamics
         # evaluation less per step than re-linearising at the posterior)
 

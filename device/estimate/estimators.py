@@ -32,13 +32,13 @@ def make_estimator(kind, skeleton, dt_s, **opts):
     if kind == "fusion":
         from device.estimate.fusion import FusionEstimator
         return FusionEstimator(skeleton, dt_s, **opts)
-    model = model_of(skeleton, float(opts.pop("armature", 1e-4)))
+    model = model_of(skeleton, float(opts.pop("armature", 1e-3)))
     mkw = {k: opts.pop(k) for k in ("gyro_sigma_rad_s", "accel_sigma_m_s2", "marker_sigma_m",
                                     "pixel_sigma_px") if k in opts}
     ekw = {k: opts.pop(k) for k in ("p0_sigma", "clamp", "camera") if k in opts}
     if kind in ("ekf", "ekf-euler"):
         pkw = {k: opts.pop(k) for k in ("accel_sigma_rad_s2", "tau_sigma", "jacobian", "q_sigma",
-                                        "qd_sigma") if k in opts}
+                                        "qd_sigma", "damping") if k in opts}
         proc = TorqueProcess(model, dt_s, integrator="rk4" if kind == "ekf" else "euler", **pkw)
     elif kind == "cv":
         proc = ConstantVelocity(model, dt_s, opts.pop("cv_accel_sigma_rad_s2", 30.0))
@@ -46,7 +46,7 @@ def make_estimator(kind, skeleton, dt_s, **opts):
     else:
         proc = ConstantAcceleration(model, dt_s, opts.pop("ca_jerk_sigma_rad_s3", 1500.0))
     for k in ("cv_accel_sigma_rad_s2", "cv_accel_sigma_m_s2", "ca_jerk_sigma_rad_s3",
-              "accel_sigma_rad_s2", "tau_sigma", "jacobian", "q_sigma", "qd_sigma"):
+              "accel_sigma_rad_s2", "tau_sigma", "jacobian", "q_sigma", "qd_sigma", "damping"):
         opts.pop(k, None)          # options meant for another kind are ignored
     if opts:
         raise TypeError("make_estimator(%r): unknown options %s" % (kind, ", ".join(sorted(opts))))

@@ -7,11 +7,12 @@
 
 All states are SI: q rad or m, qd rad/s or m/s, tau N m or N, qdd rad/s^2 or m/s^2; n dofs.
 
-Torque state (the invention): qdd = M(q)^-1 (tau - b(q, qd)), tau a random walk.
+Torque state (the invention): qdd = M(q)^-1 (tau - b(q, qd) - d qd), tau a random walk
+(M includes a small armature and d is a small joint damping, see TorqueProcess).
 Continuous Jacobian  Fc = [[0, I, 0], [Dq, Dqd, M^-1], [0, 0, 0]],
   Dq = dqdd/dq, Dqd = dqdd/dqd. jacobian="analytic" (default, fast) uses
   Dq  ~= -M^-1 dg/dq   (exact gravity stiffness, closed form below; drops dM/dq qdd),
-  Dqd ~= 0             (drops the Coriolis / centrifugal derivative);
+  Dqd ~= -M^-1 diag(d) (joint damping d; drops the Coriolis / centrifugal derivative);
 both dropped terms vanish at rest (qd = 0, tau = g), where the analytic A equals the finite-
 difference one (tests/test_ekf_jacobians.py). jacobian="fd" differentiates qdd numerically
 (central differences, 4n dynamics evaluations: a slow reference).
@@ -26,11 +27,11 @@ from device.body.dynamics import _cross
 class Linearisation:
     """Quantities at one state: kin, qd, qdd (n,), dqdd_dx (n, nx), and the model's factors."""
 
-    __slots__ = ("kin", "qd", "qdd", "dqdd_dx", "Minv", "Dq", "Dqd")
+    __slots__ = ("kin", "qd", "qdd", "dqdd_dx", "Minv", "Dq", "Dqd", "M")
 
-    def __init__(self, kin, qd, qdd, dqdd_dx, Minv=None, Dq=None, Dqd=None):
+    def __init__(self, kin, qd, qdd, dqdd_dx, Minv=None, Dq=None, Dqd=None, M=None):
         self.kin, self.qd, self.qdd, self.dqdd_dx = kin, qd, qdd, dqdd_dx
-        self.Minv, self.Dq, self.Dqd = Minv, Dq, Dqd
+        self.Minv, self.Dq, self.Dqd, self.M = Minv, Dq, Dqd, M
 
 
 def gravity_stiffness(model, kin):
@@ -65,14 +66,18 @@ def gravity_stiffness(model, kin):
 class TorqueProcess:
     """State [q, qd, tau]; qdd = M^-1 (tau - b); tau random walk (see the module docstring).
 
-    tau_sigma (n,): torque random-walk density, N m / sqrt(s) (default: accel_sigma * diag(M)
-    at home); q_sigma / qd_sigma: integration-noise densities (Euler gets 10x by default).
+    The torque random walk is specified as the acceleration it may cause: its covariance per
+    second is M diag(accel_sigma^2) M (M at the current state, plus armature), so that
+    M^-1 Q_tau M^-1 = diag(accel_sigma^2). A plain diagonal torque noise would put torque into
+    the near-null directions of M (a shoulder near gimbal lock, a light finger) where M^-1 is
+    huge, and the prediction would explode. tau_sigma (n,) N m / sqrt(s), if given, replaces
+    it by a fixed diagonal. q_sigma / qd_sigma: integration-noise densities (Euler: 10x).
     """
 
     nblocks = 3
 
     def __init__(self, model, dt_s, integrator="rk4", accel_sigma_rad_s2=60.0, tau_sigma=None,
-                 q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic"):
+                 q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic", damping=0.05):
         if integrator not in ("rk4", "euler"):
             raise ValueError("integrator must be 'rk4' or 'euler', not %r" % (integrator,))
         if jacobian not in ("analytic", "fd"):
@@ -80,13 +85,20 @@ class TorqueProcess:
         self.model, self.dt_s, self.integrator, self.jacobian = model, float(dt_s), integrator, jacobian
         n = model.n
         self.n, self.nx = n, 3 * n
-        if tau_sigma is None:
-            kin = model.kinematics(model.to_si(model.skeleton.home))
-            diag = np.diag(model.mass_matrix(kin)) + model.armature
-            tau_sigma = accel_sigma_rad_s2 * np.maximum(diag, 1e-6)
+        # joint damping d (N m s / rad): qdd = M^-1 (tau - b - d qd). With the model's armature
+        # it gives directions where M is (nearly) singular - a dof moving no mass, two axes in
+        # gimbal lock - a defined, decaying motion instead of an unbounded one (time constant
+        # armature / d, 20 ms by default; negligible against a 5 kg m^2 thigh).
+        self.damping = np.broadcast_to(np.asarray(damping, float), (n,)).copy()
+        self.accel_var = np.broadcast_to(np.asarray(accel_sigma_rad_s2, float) ** 2, (n,)).copy()
+        self.tau_var = None if tau_sigma is None else np.broadcast_to(np.asarray(tau_sigma, float) ** 2, (n,))
         f = 1.0 if integrator == "rk4" else 10.0
-        self.q_var = np.concatenate([np.full(n, (f * q_sigma) ** 2), np.full(n, (f * qd_sigma) ** 2),
-                                     np.broadcast_to(np.asarray(tau_sigma, float) ** 2, (n,))])
+        self.q_var = np.concatenate([np.full(n, (f * q_sigma) ** 2), np.full(n, (f * qd_sigma) ** 2)])
+
+    def torque_cov(self, M, accel_var):
+        """M diag(accel_var) M, with M + diag(armature): the torque covariance of accelerations."""
+        Ma = M + np.diag(self.model.armature)
+        return (Ma * accel_var[None, :]) @ Ma
 
     def initial_state(self, q, qd=None):
         """[q, qd, tau] with tau = b(q, qd): the torque that holds the body as it moves now."""
@@ -94,27 +106,28 @@ class TorqueProcess:
         kin = self.model.kinematics(q)
         return np.concatenate([q, qd, self.model.bias(kin, qd)])
 
-    def _qdd(self, q, qd, tau, kin=None):
+    def _qdd(self, q, qd, tau, full=False):
         m = self.model
-        kin = m.kinematics(q) if kin is None else kin
+        kin = m.kinematics(q)
         M = m.mass_matrix(kin)
         fac = m.factor(M)
-        return m.solve(fac, tau - m.bias(kin, qd)), kin, fac
+        qdd = m.solve(fac, tau - m.bias(kin, qd) - self.damping * qd)
+        return (qdd, kin, fac, M) if full else (qdd,)
 
     def linearise(self, x):
         n = self.n
         q, qd, tau = x[:n], x[n:2 * n], x[2 * n:]
-        qdd, kin, fac = self._qdd(q, qd, tau)
+        qdd, kin, fac, M = self._qdd(q, qd, tau, full=True)
         # dqdd/dtau = M^-1
         Minv = self.model.solve(fac, np.eye(n))
         if self.jacobian == "fd":
             Dq, Dqd = self._fd(q, qd, tau)
         else:
-            # Dq ~= -M^-1 dg/dq ; Dqd ~= 0
+            # Dq ~= -M^-1 dg/dq ; Dqd ~= -M^-1 diag(d) (damping; Coriolis dropped)
             Dq = -Minv @ gravity_stiffness(self.model, kin)
-            Dqd = None
+            Dqd = -Minv * self.damping[None, :]
         dqdd_dx = np.hstack([Dq, np.zeros((n, n)) if Dqd is None else Dqd, Minv])
-        return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd)
+        return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd, M)
 
     def _fd(self, q, qd, tau, eps=1e-6):
         n = self.n
@@ -150,7 +163,12 @@ class TorqueProcess:
             qn = q + dt / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
             qdn = qd + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
         x_new = np.concatenate([qn, qdn, tau])
-        return x_new, self.transition(lin), np.diag(self.q_var * dt)
+        Q = np.zeros((3 * n, 3 * n))
+        Q[:2 * n, :2 * n] = np.diag(self.q_var * dt)
+        # Q_tau = dt M diag(accel_sigma^2) M  (or dt diag(tau_sigma^2))
+        Q[2 * n:, 2 * n:] = dt * (np.diag(self.tau_var) if self.tau_var is not None
+                                  else self.torque_cov(lin.M, self.accel_var))
+        return x_new, self.transition(lin), Q
 
     def transition(self, lin):
         """Discrete A from the continuous Fc = [[0, I, 0], [Dq, Dqd, Minv], [0, 0, 0]]."""

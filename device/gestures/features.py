@@ -206,8 +206,10 @@ class BodyFeatures:
         z = float(np.sum(p["pelvis"][0] * self.world_up) / self.leg_m(p)[0])
         if self._last_z is not None and dt_s > 0:
             f[-1] = (z - self._last_z) / dt_s
-        self._last_z = z
-        return self._missing(q, f[None])[0]
+        f = self._missing(q, f[None])[0]
+        # a frame whose root position is guessed (missing) is no base for the next velocity
+        self._last_z = None if np.isnan(f[-1]) else z
+        return f
 
     def reset(self):
         self._last_z = None

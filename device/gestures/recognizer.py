@@ -56,7 +56,10 @@ def resample(values, from_fps, to_fps):
 class Recognizer:
     """Streams frames through every gesture's matchers (see the module docstring)."""
 
-    def __init__(self, gestures, row_names=None, skeleton=None, fps=30.0, on_match=None):
+    def __init__(self, gestures, row_names=None, skeleton=None, fps=30.0, on_match=None,
+                 precomputed=False):
+        """precomputed=True: body features will be given to step(features=)/run_features(), so
+        no skeleton is needed."""
         self.fps = float(fps)
         if not (self.fps > 0):
             raise ValueError("fps must be > 0")
@@ -65,7 +68,7 @@ class Recognizer:
         self.row_names = list(row_names) if row_names is not None else (
             skeleton.dof_names if skeleton is not None else None)
         self.features = None
-        if any(g.space == "body" for g in self.gestures):
+        if any(g.space == "body" for g in self.gestures) and not precomputed:
             if skeleton is None:
                 raise FormatError("gestures in body space need the motion's skeleton")
             self.features = BodyFeatures(skeleton)
@@ -135,8 +138,9 @@ class Recognizer:
                 continue                      # a more confident gesture owns this stretch
             taken.append((fs, fe))
             back = lambda f: t_s - (fnow - f) / self.fps  # noqa: E731
+            shift = self.frame - fnow           # matcher frames count from its last reset
             m = Match(g.name, g.command, float(max(0.0, 1.0 - 0.5 * ratio)), float(dist), g.threshold,
-                      int(fs), int(fe), int(fnow), back(fs), back(fe), float(t_s))
+                      int(fs + shift), int(fe + shift), int(self.frame), back(fs), back(fe), float(t_s))
             out.append(m)
         if out and self.on_match is not None:
             for m in out:
@@ -144,7 +148,19 @@ class Recognizer:
         return out
 
     def __call__(self, frame_index, t_s, values, codes=None):
-        """The capture loop's output signature."""
+        """The capture loop's output signature. Frames the loop skipped (frame_index jumps)
+        are fed as missing, so no match spans a gap and frame numbers stay the loop's; a gap
+        longer than 10 s restarts the matchers."""
+        gap = int(frame_index) - (self.frame + 1)
+        if self.frame >= 0 and 0 < gap <= 10 * self.fps:
+            blank = np.full(len(values), np.nan)
+            out = []
+            for k in range(gap):
+                out += self.step(blank, t_s - (gap - k) / self.fps)
+            return out + self.step(values, t_s)
+        if gap != 0:
+            self.reset()
+            self.frame = int(frame_index) - 1
         return self.step(values, t_s)
 
     def run(self, values):

@@ -45,6 +45,8 @@ def add_arguments(p):
     rp.add_argument("--from-capture", action="store_true", help="run on the capture unit's live estimate")
     rp.add_argument("--config", help="capture unit configuration (JSON), with --from-capture")
     rp.add_argument("--seconds", type=float, default=10.0, help="capture duration (default 10)")
+    rp.add_argument("--realtime", action="store_true",
+                    help="pace the capture by the wall clock (default: virtual time, as fast as possible)")
     rp.add_argument("--library", default="gestures.json")
     rp.add_argument("--osc-target", default="127.0.0.1:9000", help="HOST:PORT for osc: commands")
     rp.add_argument("--baud", type=int, default=115200, help="baud rate for serial: commands")
@@ -177,20 +179,25 @@ def _run(args):
 
 
 def _capture(args, lib, report):
-    """Run the capture unit (simulated unless its configuration names real buses) for --seconds."""
+    """Run the capture loop (simulated unless the unit configuration names real buses) for
+    --seconds with the recogniser as one of its outputs; returns the number of matches."""
     from device.capture.config import default_config, load_config
+    from device.capture.loop import CaptureLoop
     from device.capture.unit import build_unit
     from device.gestures.recognizer import Recognizer
     cfg = load_config(args.config) if args.config else default_config()
     unit = build_unit(cfg)
+    matches = []
     rec = Recognizer(lib, skeleton=unit.skeleton, fps=unit.rate_hz, on_match=report)
-    frames = int(round(args.seconds * unit.rate_hz))
-    n = 0
-    for i in range(frames):
-        t_s = i * unit.dt_s
-        q = unit.estimate(t_s, unit.read(t_s))
-        n += len(rec(i, t_s, q, None))
-    return n
+    loop = CaptureLoop(unit, realtime=args.realtime,
+                       outputs=[lambda k, t_s, values, codes: matches.extend(rec(k, t_s, values, codes))])
+    try:
+        loop.run(duration_s=args.seconds)
+    finally:
+        loop.close()
+    if loop.output_errors:
+        raise FormatError("gestures run: the recogniser failed on %d frame(s)" % loop.output_errors)
+    return len(matches)
 
 
 def run(args):

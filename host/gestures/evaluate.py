@@ -82,7 +82,7 @@ def run_fold(clips, gesture, train, test, hold_frames=2, fps=FPS, rows="default"
     rows = ROWS.get(gesture) if rows == "default" else rows
     g = learn_gesture(gesture, examples, negatives, rows=rows, fps=fps, hold_frames=hold_frames,
                       sources=["%s@%d:%d" % inst[k] for k in train])
-    rec = _feature_recognizer(g, fps)
+    rec = Recognizer([g], fps=fps, precomputed=True)
     tc, ta, tb = inst[test]
     records = []
     for name, f in clips.items():
@@ -99,22 +99,6 @@ def run_fold(clips, gesture, train, test, hold_frames=2, fps=FPS, rows="default"
                 kind = "unscored"
             records.append((kind, name, m))
     return g, records, inst[test]
-
-
-def _feature_recognizer(g, fps):
-    """A Recognizer fed precomputed body features (no skeleton needed)."""
-    rec = Recognizer.__new__(Recognizer)
-    rec.fps = fps
-    rec.gestures = [g]
-    rec.on_match = None
-    rec.row_names = None
-    rec.features = None
-    from device.gestures.features import NAMES
-    from device.gestures.spring import Spring
-    rec._select = [("body", np.array([NAMES.index(r) for r in g.rows]))]
-    rec._springs = [[Spring(t, g.scales, g.threshold, g.hold_frames) for t in g.templates]]
-    rec.reset()
-    return rec
 
 
 def evaluate(clips, hold_frames=2, fps=FPS, auto_rows=False, strict=False):

@@ -1,0 +1,166 @@
+"""Capture-unit benchmark: timing of the simulated unit, held-out accuracy, AHRS anchor.
+
+    .venv/bin/python benchmarks/capture.py            # prints three tables
+    .venv/bin/python benchmarks/capture.py --quick    # shorter runs
+
+1. Timing (virtual clock, one core): the unit's work per frame (driver reads over the simulated
+   I2C bus and multiplexers, blob detection, estimation, encoding, recording) against the frame
+   period, and separately the simulator's own work (subject kinematics, chip truth, rendering),
+   which a real unit does not do. Goals: 30 Hz, 48 dofs, one IMU per segment + camera markers,
+   >= 50% of the period spare; 100 Hz with 18 dofs.
+2. Held-out motions (not the bundled clip) performed by the simulated subject: joint-angle RMS
+   against the truth, 8-bit staffs as recorded (goal <= 2 deg).
+3. Anchor: the per-sensor attitude filter of the gyro/accel path against x-io's Fusion
+   (imufusion) and VQF on the real BROAD recording (inclination error vs the optical reference,
+   and time per sample).
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+DATA = os.path.join(os.path.dirname(HERE), "..", "shared", "data")
+
+from device.capture.config import default_config  # noqa: E402
+from device.capture.loop import CaptureLoop  # noqa: E402
+from device.capture.unit import build_unit  # noqa: E402
+
+
+def timing(quick):
+    rows = []
+    cases = [("human48 + 22 IMU + 46 markers", dict(body="human", camera=True), 30.0),
+             ("human48 + 22 IMU", dict(body="human"), 30.0),
+             ("CMU clip 96 dofs + 31 IMU", dict(body="clip"), 30.0),
+             ("humanoid18 + 11 IMU", dict(body="humanoid18"), 100.0)]
+    for name, kw, rate in cases:
+        cfg = default_config(rate_hz=rate, **kw)
+        unit = build_unit(cfg)
+        loop = CaptureLoop(unit)
+        loop.run(frames=int(rate * 1.5))                # calibration and warm-up, not measured
+        loop.stats = type(loop.stats)(loop.period_s, loop.stats.stages)
+        loop.run(frames=loop.frame_index + int(rate * (5 if quick else 20)))
+        s = loop.stats.summary()
+        rows.append((name, unit.skeleton.ndof, rate, s["period_ms"], s["busy_mean_ms"], s["busy_p99_ms"],
+                     s["spare_mean_pct"], s["simulate_mean_ms"],
+                     100 * (1 - (s["busy_mean_ms"] + s["simulate_mean_ms"]) / s["period_ms"]),
+                     s["overruns"], s["frames"]))
+    print("## 1. Timing (virtual clock; unit work vs the frame period)\n")
+    print("| case | dofs | Hz | period ms | unit mean ms | unit p99 ms | spare % | simulator ms | spare incl. sim % | overruns | frames |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %d | %.0f | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f | %d | %d |" % r)
+    return rows
+
+
+def accuracy(quick):
+    print("\n## 2. Held-out motions: joint-angle RMS vs --truth (8-bit staff codes)\n")
+    print("| clip | body | dofs | seconds | RMS deg | max deg |")
+    print("|---|---|---|---|---|---|")
+    from protocol import staffcodec as sc
+    clips = ["131_03.bvh", "05_20-mb.bvh", "05_20-daz.bvh", "dataset-1_kick_normal_001.bvh"]
+    for clip in clips + [None]:
+        path = os.path.join(DATA, "bvh", clip) if clip else None
+        if path and not os.path.exists(path):
+            continue
+        cfg = default_config(body="clip" if clip else "human")
+        unit = build_unit(cfg, clip_path=path)
+        loop = CaptureLoop(unit, truth=True)
+        codes = []
+        loop.outputs.append(lambda k, t, v, c: codes.append(c))
+        secs = min(unit.subject.duration_s, 4.0 if quick else 12.0)
+        loop.run(duration_s=secs)
+        est = np.array([[np.nan if x is None else x for x in sc.decode_column(c, loop.los, loop.his, 8)]
+                        for c in codes])
+        tru = loop.truth_values()
+        rot = np.array([d.kind == "rotation" for d in unit.skeleton.dofs])
+        k0 = int(1.6 * unit.rate_hz)
+        d = (est[k0:, rot] - tru[k0:, rot] + 180) % 360 - 180
+        print("| %s | %s | %d | %.1f | %.2f | %.1f |" % (clip or "synthetic", unit.skeleton.name,
+                                                       unit.skeleton.ndof, secs,
+                                                       np.sqrt(np.nanmean(d ** 2)), np.nanmax(np.abs(d))))
+
+
+def anchor(quick):
+    path = os.path.join(DATA, "imu", "02_undisturbed_slow_rotation_B.mat")
+    if not os.path.exists(path):
+        print("\n(anchor skipped: %s absent)" % path)
+        return
+    import scipy.io
+    from device.capture.orient import OrientEstimator
+    from device.capture.rawlog import single_imu_skeleton
+    from device.capture.rot import quat_to_mat
+    m = scipy.io.loadmat(path)
+    fs = float(np.ravel(m["sampling_rate"])[0])
+    n = int(fs * (30 if quick else 120))
+    gyr, acc, ref = m["imu_gyr"][:n], m["imu_acc"][:n], m["opt_quat"][:n]
+    dt = 1.0 / fs
+    z = np.array([0.0, 0.0, 1.0])
+    ok = ~np.isnan(ref).any(1)
+    ok[: int(fs)] = False
+    Rr = quat_to_mat(np.where(ok[:, None], ref, [1.0, 0, 0, 0]))
+    ur = np.einsum("kji,j->ki", Rr, z)
+
+    def inc(R):
+        ue = np.einsum("kji,j->ki", R, z)
+        e = np.degrees(np.arccos(np.clip((ue * ur).sum(1), -1, 1)))[ok]
+        return e.mean(), np.percentile(e, 95)
+
+    res = []
+    # ours: the capture unit's per-sensor Mahony filter (OrientEstimator's gyro/accel path)
+    est = OrientEstimator(single_imu_skeleton(), dt, {"imu": 0})
+    f = acc[0] / np.linalg.norm(acc[0])
+    from device.capture.calibrate import StillCalibration
+    cal = StillCalibration(est.sk, [{"name": "imu", "link": 0, "R_nominal": np.eye(3)}], frames=int(fs / 2))
+    for k in range(int(fs / 2)):
+        cal.add({"imu": {"gyro": gyr[k], "accel": acc[k], "quat": None}})
+    r = cal.result()
+    est.start_ahrs("imu", r["ahrs"]["imu"])
+    est.gyro_bias = r["gyro_bias"]
+    R = np.empty((n, 3, 3))
+    t0 = time.perf_counter()
+    for k in range(n):
+        est._sensor_world("imu", (gyr[k], acc[k]), {})
+        R[k] = est._ahrs["imu"]
+    res.append(("motionstaff Mahony (numpy, per sample)", time.perf_counter() - t0, inc(R)))
+    try:
+        import imufusion
+        a = imufusion.Ahrs()
+        a.set_sample_period(dt)
+        t0 = time.perf_counter()
+        for k in range(n):
+            a.update_no_magnetometer(np.degrees(gyr[k]), acc[k] / 9.80665)
+            R[k] = quat_to_mat(a.get_quaternion())
+        res.append(("x-io Fusion (imufusion %s, C)" % getattr(imufusion, "__version__", ""),
+                    time.perf_counter() - t0, inc(R)))
+    except ImportError:
+        pass
+    try:
+        import vqf
+        v = vqf.VQF(dt)
+        t0 = time.perf_counter()
+        out = v.updateBatch(np.ascontiguousarray(gyr), np.ascontiguousarray(acc))
+        el = time.perf_counter() - t0
+        res.append(("VQF (vqf, C++ batch)", el, inc(quat_to_mat(out["quat6D"]))))
+    except ImportError:
+        pass
+    print("\n## 3. Anchor: attitude from gyro + accelerometer, BROAD trial 02 (real IMU, %.0f s)\n" % (n / fs))
+    print("| filter | us / sample | inclination err mean deg | p95 deg |")
+    print("|---|---|---|---|")
+    for name, el, (mean, p95) in res:
+        print("| %s | %.2f | %.2f | %.2f |" % (name, el / n * 1e6, mean, p95))
+
+
+def main():
+    quick = "--quick" in sys.argv
+    print("# motionstaff capture benchmark (%s, one process)\n" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    timing(quick)
+    accuracy(quick)
+    anchor(quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Bright-blob marker detection (numpy + scipy.ndimage), with predicted search windows.
+
+    from device.sensors.markers import detect_blobs, find_markers
+    blobs = detect_blobs(image, threshold=128)         # [(u, v, area_px, peak)] whole image
+    found = find_markers(image, {"l_knee_m": (312.0, 240.5, 20.0)})   # estimator's windows
+    found["l_knee_m"]                                  # (u, v) or None (occluded / not found)
+
+A blob is a connected set of pixels above threshold (8-connectivity); its position is the
+intensity-weighted centroid of (pixel - threshold), which is unbiased for symmetric blobs and
+sub-pixel accurate. With predicted windows (u, v, radius_px), only each window is searched and
+the blob nearest the prediction is taken, so a frame with many markers costs a few small crops.
+"""
+
+import numpy as np
+
+
+def _label(mask):
+    from scipy import ndimage
+    return ndimage.label(mask, structure=np.ones((3, 3), int))
+
+
+def detect_blobs(image, threshold=128, min_area=2, max_area=5000, offset=(0, 0)):
+    """Every bright blob: (u, v, area_px, peak) in image pixels (x right, y down)."""
+    img = np.asarray(image)
+    mask = img > threshold
+    if not mask.any():
+        return []
+    lab, n = _label(mask)
+    if n == 0:
+        return []
+    # per-label sums with bincount (one pass each): area, weight, weighted x and y, peak
+    ys, xs = np.nonzero(mask)
+    lb = lab[ys, xs]
+    val = img[ys, xs].astype(float)
+    w = val - threshold
+    area = np.bincount(lb, minlength=n + 1)
+    tot = np.bincount(lb, w, minlength=n + 1)
+    cu = np.bincount(lb, w * xs, minlength=n + 1)
+    cv = np.bincount(lb, w * ys, minlength=n + 1)
+    peak = np.zeros(n + 1)
+    np.maximum.at(peak, lb, val)
+    out = []
+    for k in range(1, n + 1):
+        if min_area <= area[k] <= max_area and tot[k] > 0:
+            out.append((cu[k] / tot[k] + offset[0], cv[k] / tot[k] + offset[1], int(area[k]), int(peak[k])))
+    return out
+
+
+def find_markers(image, predicted, threshold=128, min_radius_px=8.0, crop_below=8):
+    """{name: (u, v) | None}: the blob nearest each predicted (u, v, radius_px) in its window.
+
+    With fewer than crop_below windows each window is cropped and searched; with more, one
+    labelling pass over the whole image is cheaper, and blobs are assigned to the nearest
+    prediction within its radius (each blob to one marker at most)."""
+    img = np.asarray(image)
+    h, w = img.shape
+    out = {}
+    if len(predicted) >= crop_below:
+        blobs = detect_blobs(img, threshold)
+        names = list(predicted)
+        if not blobs:
+            return {n: None for n in names}
+        P = np.array([predicted[n] for n in names], float)
+        B = np.array([(b[0], b[1]) for b in blobs])
+        d2 = ((P[:, None, :2] - B[None]) ** 2).sum(2)
+        r2 = np.maximum(P[:, 2], min_radius_px) ** 2
+        taken = set()
+        for i in np.argsort(d2.min(1)):
+            j = int(np.argmin(d2[i]))
+            if d2[i, j] <= r2[i] and j not in taken:
+                taken.add(j)
+                out[names[i]] = (float(B[j, 0]), float(B[j, 1]))
+            else:
+                out[names[i]] = None
+        return out
+    for name, (u, v, r) in predicted.items():
+        r = max(float(r), min_radius_px)
+        x0, x1 = max(0, int(u - r)), min(w, int(u + r) + 1)
+        y0, y1 = max(0, int(v - r)), min(h, int(v + r) + 1)
+        if x0 >= x1 or y0 >= y1:
+            out[name] = None
+            continue
+        blobs = detect_blobs(img[y0:y1, x0:x1], threshold, offset=(x0, y0))
+        if not blobs:
+            out[name] = None
+            continue
+        d = [(b[0] - u) ** 2 + (b[1] - v) ** 2 for b in blobs]
+        b = blobs[int(np.argmin(d))]
+        out[name] = (b[0], b[1]) if min(d) <= r * r else None
+    return out

@@ -1,0 +1,228 @@
+"""The main job end to end on the simulated unit: capture -> record + stream -> robot -> download
+-> PNG staff -> despike + smooth -> GIF, and a report of what was measured.
+
+    from host.demo.pipeline import run_pipeline
+    report = run_pipeline("out/", clip=None, seconds=10.0, faults=None, progress=True)
+    report["rms_deg"], report["latency_p99_ms"], report["files"]
+
+Stages (each times itself; a stage whose part is missing records null and the reason in
+report["not_measured"], never a made-up number):
+ 1. capture: a simulated subject performs the clip wearing one IMU per segment (BNO055 twins
+    behind TCA9548A multiplexers on a sim I2C bus) and camera markers; the CaptureLoop estimates
+    (`estimator`, default the torque-state EKF "ekf", see ESTIMATOR_SEAM), writes the crash-safe
+    container (protocol/container.py) and streams every frame as a FRAME packet over a pty
+    (host/demo/link.py, optional fault injection) to the robot end (host/demo/relay.py), whose
+    Player drives an emulated Pololu Maestro (device/servo/emulate, PtyServer) for the
+    khr17-maestro humanoid.
+ 2. download: the recording comes back over a second pty from the unit's download server
+    (host/download.py), else null with the reason.
+ 3. convert + edit: container -> PNG staff -> despike (Hampel) -> Butterworth 6 Hz -> PNG.
+ 4. render: GIF of the estimated figure beside the true one, the staff under it (host/render).
+ 5. report: RMS error against the truth, frames, latency sample -> servo bytes, bytes, files.
+"""
+
+import os
+import time
+
+import numpy as np
+
+from host.demo import checks
+from host.demo.link import Faults, LinkPty, Streamer
+from host.demo.relay import Relay
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SHARED_CLIP = os.path.join(REPO, "..", "shared", "data", "bvh", "131_03.bvh")
+BUNDLED_CLIP = os.path.join(REPO, "host", "data", "131_03_short.bvh")
+ROBOT = "khr17-maestro"
+# SEAM (estimator): the capture unit takes make_estimator() names; if the torque-state EKF
+# cannot run on the clip's skeleton yet, the demo falls back to the unit's "orient" estimator
+# and says so in report["estimator_note"].
+FALLBACK_ESTIMATOR = "orient"
+
+
+def default_clip():
+    return os.path.normpath(SHARED_CLIP) if os.path.exists(SHARED_CLIP) else BUNDLED_CLIP
+
+
+class _Progress:
+    def __init__(self, enabled, total):
+        self.bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+                import sys
+                self.bar = tqdm(total=total, unit="frame", file=sys.stderr, leave=False,
+                                desc="capture+stream")
+            except ImportError:
+                self.bar = None
+
+    def stage(self, name):
+        if self.bar is not None:
+            self.bar.set_description(name)
+
+    def update(self, n=1):
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _build_unit(clip, estimator, rate_hz, seed, camera):
+    from device.capture.config import default_config
+    from device.capture.unit import build_unit
+    cfg = default_config(estimator=estimator, rate_hz=rate_hz, seed=seed, camera=camera)
+    cfg["subject"]["clip"] = clip
+    return build_unit(cfg, clip_path=clip)
+
+
+def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camera=True,
+            faults=None, progress=None, notes=None):
+    """Stage 1. Returns a dict with the loop, unit, streamer, relay, emulator and measurements."""
+    from device.capture.loop import CaptureLoop
+    from device.servo.emulate import make_emulator
+    from device.servo.emulate.pty import PtyServer
+    from device.servo.robot import load_robot
+
+    notes = notes if notes is not None else {}
+    unit = _build_unit(clip, estimator, rate_hz, seed, camera)
+    calib_s = unit.cfg["subject"].get("calib_s", 1.0) + unit.cfg["subject"].get("blend_s", 0.5)
+    dur = seconds + calib_s
+    if unit.subject is not None and np.isfinite(unit.subject.duration_s):
+        dur = min(dur, unit.subject.duration_s + calib_s)
+    nframes = int(round(dur * unit.rate_hz))
+    rec_path = os.path.join(out_dir, "unit", "recording.msr")
+    os.makedirs(os.path.dirname(rec_path), exist_ok=True)
+    if os.path.exists(rec_path):
+        os.remove(rec_path)
+    loop = CaptureLoop(unit, record=rec_path, truth=True,
+                       captured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    read_start = {}
+    orig_read = unit.read
+
+    def timed_read(t_s):
+        read_start[loop.frame_index] = time.perf_counter()
+        return orig_read(t_s)
+    unit.read = timed_read
+
+    robot = load_robot(ROBOT)
+    emu = make_emulator(robot.controller)
+    srv = PtyServer(emu).start()
+    relay = Relay(robot, srv.path)
+    sim = [0.0]
+    link = LinkPty(on_full=lambda: relay.feed(link.read_pending(0.5), sim[0]))
+    link.open()
+    streamer = Streamer(link, loop.header, faults or Faults(), bits=loop.bits)
+    keys = []
+    values = []
+
+    def record_values(k, t_s, vals, codes):
+        values.append([np.nan if v is None else v for v in vals])
+        keys.append((streamer.enc.seq, int(round(t_s * 1e6)) % (1 << 24)))
+    loop.outputs.append(record_values)
+    loop.outputs.append(streamer)
+    sim_s = []
+    est_fallback = None
+    try:
+        for k in range(nframes):
+            t_s = k / unit.rate_hz
+            sim[0] = t_s
+            try:
+                loop.step()
+            except Exception as e:          # the estimator failed (see ESTIMATOR_SEAM)
+                if estimator == FALLBACK_ESTIMATOR or est_fallback is not None:
+                    raise
+                est_fallback = "%s: %s" % (e.__class__.__name__, str(e).splitlines()[0][:160])
+                break
+            sim_s.append(getattr(unit, "sim_s", 0.0) or 0.0)
+            relay.feed(link.read_pending(), t_s)
+            relay.poll(t_s)
+            if progress is not None:
+                progress.update()
+    finally:
+        if est_fallback is None:
+            loop.close()
+            relay.close()
+    if est_fallback is not None:
+        loop.close()
+        relay.close()
+        link.close()
+        srv.stop()
+        notes["estimator"] = ("torque-state EKF (%r) failed on this clip's skeleton, fell back to "
+                              "%r: %s" % (estimator, FALLBACK_ESTIMATOR, est_fallback))
+        if progress is not None and progress.bar is not None:
+            progress.bar.reset()
+        return capture(out_dir, clip, seconds, FALLBACK_ESTIMATOR, rate_hz, seed, camera, faults,
+                       progress, notes)
+    n_cmd = sum(len(c) for c in relay.commands)
+    emu.wait_for(lambda e: e.commands >= n_cmd, 10.0)
+    srv.stop()
+    link.close()
+    # latency: sensor sample -> servo bytes written, minus the simulator's own time in the read
+    lat = []
+    for k, key in enumerate(keys):
+        w = relay.frame_written_at.get(key)
+        if w is not None and k in read_start:
+            lat.append((w - read_start[k] - (sim_s[k] if k < len(sim_s) else 0.0)) * 1000.0)
+    return {"unit": unit, "loop": loop, "relay": relay, "streamer": streamer, "emulator": emu,
+            "robot": robot, "record": rec_path, "values": np.array(values), "keys": keys,
+            "latency_ms": lat, "estimator": estimator, "notes": notes, "frames_planned": nframes}
+
+
+def rms_vs_truth(est, truth, skeleton, start):
+    """RMS (deg) over rotation dofs from frame `start`, angle differences wrapped to +-180."""
+    rot = np.array([d.kind == "rotation" for d in skeleton.dofs])
+    e, t = np.asarray(est, float)[start:, rot], np.asarray(truth, float)[start:, rot]
+    n = min(len(e), len(t))
+    d = (e[:n] - t[:n] + 180.0) % 360.0 - 180.0
+    ok = np.isfinite(d)
+    if not ok.any():
+        return None, 0
+    return float(np.sqrt(np.mean(d[ok] ** 2))), int((~ok).sum())
+
+
+def _percentile(xs, q):
+    return float(np.percentile(np.asarray(xs), q)) if len(xs) else None
+
+
+def run_pipeline(out_dir, clip=None, seconds=10.0, estimator="ekf", rate_hz=30.0, seed=1,
+                 camera=True, faults=None, render=True, progress=True, gif_frames=120):
+    from host.demo import stages
+    clip = clip or default_clip()
+    if not os.path.exists(clip):
+        raise FileNotFoundError(2, "No such file or directory", clip)
+    os.makedirs(out_dir, exist_ok=True)
+    t_start = time.perf_counter()
+    timings = {}
+    notes = {}
+    bar = _Progress(progress, int(round((seconds + 1.5) * rate_hz)))
+    try:
+        t0 = time.perf_counter()
+        cap = capture(out_dir, clip, seconds, estimator, rate_hz, seed, camera, faults, bar, notes)
+        timings["capture_s"] = time.perf_counter() - t0
+        bar.stage("download")
+        t0 = time.perf_counter()
+        host_rec, dl = stages.download(cap["record"], os.path.join(out_dir, "recording.msr"), notes)
+        timings["download_s"] = time.perf_counter() - t0
+        bar.stage("convert+edit")
+        t0 = time.perf_counter()
+        files, staffs = stages.convert_and_edit(host_rec, out_dir, cap)
+        timings["convert_edit_s"] = time.perf_counter() - t0
+        bar.stage("render")
+        t0 = time.perf_counter()
+        if render:
+            stages.render(staffs, os.path.join(out_dir, "compare.gif"), files, notes, gif_frames)
+        else:
+            notes["gif"] = "not rendered (--no-render)"
+        timings["render_s"] = time.perf_counter() - t0
+    finally:
+        bar.close()
+    report = stages.report(cap, dl, files, staffs, notes, clip, seconds)
+    timings["total_s"] = time.perf_counter() - t_start
+    report["timings_s"] = dict((k, round(v, 3)) for k, v in timings.items())
+    report["out_dir"] = os.path.abspath(out_dir)
+    report["checks"] = checks.link_checks(cap)
+    report["corrupted_frames_delivered"] = report["checks"]["corrupted_frames_delivered"]
+    return report
