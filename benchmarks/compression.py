@@ -135,6 +135,17 @@ def summary(rows):
     return "\n".join(out)
 
 
+READING = """How to read it: with ranges fitted to each channel ("fit", the import default, best
+precision) the 8-bit codes of the 30 fps clips carry about 6 bits of first-difference entropy per
+moving value (walk: 6.2 bits; even second differences need 5.7), so no PNG filter or deflate
+setting gets to 8x there; the header (rows, ranges and the derived skeleton, about 3 KB after
+zopfli) also costs some 20% on these short clips. With the skeleton's ranges ("skel": rotations
+over [-180, 180] deg, wider where unwrapped data goes beyond; the same for every clip of one
+skeleton, so staffs can be compared and spliced; 8-bit step 1.41 deg and error at most 0.71 deg
+over 360 deg)
+every goal is met. `motionstaff convert --ranges skeleton` chooses them."""
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bvh"))
@@ -160,7 +171,7 @@ def main(argv=None):
              "decode(encode(v)) - v over all channels; every channel was checked within its exact bound.",
              "End-effector error is through the derived skeleton (positions in the file's units taken as",
              "cm, so CMU clips, whose unit is 5.64 cm, show errors 5.64x smaller than on the real body).", "",
-             "## Goals (issue 2)", "", summary(rows), "", "## Per clip", "", fmt_table(rows), ""]
+             "## Goals (issue 2)", "", summary(rows), "", READING, "", "## Per clip", "", fmt_table(rows), ""]
     if not args.quick:
         h = hour_decode()
         parts += ["## One hour of 48-dof 8-bit staff at 30 fps (%d frames, goal: decode under 1 s)" % h["frames"], "",

@@ -50,24 +50,96 @@ CLIPS = [
 FILTERS = ["ekf", "ekf-euler", "cv", "ca", "fusion"]
 
 
+# human-model link <- BVH joint (Bandai names, CMU 3dsMax names): the joint centres IK matches
+MAP = {
+    "pelvis": ("Hips",), "neck": ("Neck",), "head": ("Head",), "head_tip": ("Head_End",),
+    "l_thigh": ("UpperLeg_L", "LeftHip"), "l_shank": ("LowerLeg_L", "LeftKnee"),
+    "l_foot": ("Foot_L", "LeftAnkle"), "l_toes": ("Toes_L", "LeftToe"),
+    "l_upper_arm": ("UpperArm_L", "LeftShoulder"), "l_forearm": ("LowerArm_L", "LeftElbow"),
+    "l_hand": ("Hand_L", "LeftWrist"), "l_fingers": ("Hand_L_End", "lhand"),
+}
+for _k, _v in list(MAP.items()):
+    if _k.startswith("l_"):
+        MAP["r_" + _k[2:]] = tuple(n.replace("_L", "_R").replace("Left", "Right").replace("lhand", "rhand")
+                                   for n in _v)
+
+
+def human_subject():
+    """human_model(floating=True) with a root yaw range wide enough for turning clips."""
+    from device.body.human import human_model
+    from device.body.skeleton import Skeleton
+
+    d = human_model(floating=True).to_dict()
+    # the clips carry no finger motion, and toes touch the ground (contact this floating-body
+    # model has no term for): fingers, thumbs and toes are rigid on this subject
+    d["dofs"] = [e for e in d["dofs"] if not any(k in e["name"] for k in ("fingers", "thumb", "toes"))]
+    for e in d["dofs"]:
+        if e["name"] in ("root_yaw", "root_roll"):
+            e["min"], e["max"] = -720.0, 720.0
+    d["features"].append({"name": "head_tip", "link": "head", "kind": "marker",
+                          "position": [0.0, 0.0, 0.21], "orientation": [1, 0, 0, 0]})
+    return Skeleton.from_dict(d)
+
+
 def load_clip(fname, start_s, seconds):
-    """(skeleton with sensors, q (F, n) dof units at FPS) for a window of a BVH clip."""
+    """(human skeleton, q (F, 54) dof units at FPS): a window of a BVH clip, retargeted.
+
+    The clip's joint centres (its own skeleton's FK, Y-up turned Z-up, scaled to a 1.75 m
+    body) are matched by IK (device/body/ik.py) frame by frame, warm-started; the result is
+    the reference motion of the human model that the sensors are simulated from.
+    """
+    from device.body.kinematics import forward_kinematics
     from host.bvh import read_bvh
 
     st = read_bvh(os.path.join(DATA, "bvh", fname))
-    q = st.values.T
-    t = np.arange(len(q)) / st.fps
-    sk, q, _ = reduce_skeleton(st.skeleton, q)
+    bsk = st.skeleton
+    t = np.arange(st.values.shape[1]) / st.fps
     t_new = np.arange(start_s, min(start_s + seconds, t[-1]), 1.0 / FPS)
-    q = CubicSpline(t, q, axis=0)(t_new)
-    return add_sensors(sk), q
+    qb = CubicSpline(t, st.values.T, axis=0)(t_new)
+    pose = forward_kinematics(bsk, qb)
+    names = bsk.link_names
+    sk = human_subject()
+    targets, tnames = [], []
+    for h, cands in MAP.items():
+        b = [c for c in cands if c in names]
+        if b:
+            targets.append(pose.link_pos_m[:, names.index(b[0])])
+            tnames.append(h)
+    C = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])    # BVH (x, y, z) -> (z, x, y)
+    T = np.stack(targets, axis=1) @ C.T                                    # (F, K, 3)
+    ih, ik_ = tnames.index("l_thigh"), tnames.index("l_foot")
+    leg_b = np.linalg.norm(T[0, ih] - T[0, ik_])
+    href = forward_kinematics(sk, sk.home)
+    leg_h = np.linalg.norm(href.link_pos_m[sk.link_index("l_thigh")] - href.link_pos_m[sk.link_index("l_foot")])
+    T = T * (leg_h / leg_b)
+    # face the model along the clip's initial heading: yaw of the hip line at frame 0
+    hip = T[0, tnames.index("l_thigh")] - T[0, tnames.index("r_thigh")]
+    yaw0 = np.degrees(np.arctan2(-hip[0], hip[1]))
+    q = np.array(sk.home, float)
+    q[sk.dof_index("root_tx")], q[sk.dof_index("root_ty")], q[sk.dof_index("root_tz")] = T[0, 0]
+    q[sk.dof_index("root_yaw")] = yaw0
+    q[sk.dof_index("l_elbow_flex")] = q[sk.dof_index("r_elbow_flex")] = 10.0
+    q[sk.dof_index("l_knee_flex")] = q[sk.dof_index("r_knee_flex")] = 10.0
+    out = np.empty((len(T), sk.ndof))
+    w = {n: (0.3 if n in ("l_fingers", "r_fingers", "head_tip", "l_toes", "r_toes") else 1.0) for n in tnames}
+    prior = q.copy()
+    for f in range(len(T)):
+        # frame 0 stays near the standing pose, later frames near the previous one
+        q, _ = solve_ik(sk, positions=dict(zip(tnames, T[f])), q0=q, weights=w, damping=0.05,
+                        max_iter=100, tol_rad=1e-7, q_prior=prior, prior_weight=0.1)
+        out[f] = prior = q
+    # a zero-phase 8 Hz low-pass (4th-order Butterworth), as motion-capture processing does
+    from scipy.signal import butter, filtfilt
+    b, a = butter(4, 8.0 / (FPS / 2.0))
+    out = filtfilt(b, a, out, axis=0, padlen=min(3 * max(len(a), len(b)), len(out) - 1))
+    return sk, np.clip(out, sk.lo, sk.hi)
 
 
 def joint_mask(sk):
-    """Non-root rotation dofs: the joint angles."""
-    root = sk.links[0].name
-    return np.array([d.kind == "rotation" and sk.links[d.link].parent >= 0 and sk.links[d.link].name != root
-                     for d in sk.dofs])
+    """Joint angles: rotation dofs of every link but the root, without fingers and thumbs (IK
+    leaves them at rest, nothing on the clip moves them)."""
+    return np.array([d.kind == "rotation" and sk.links[d.link].parent >= 0
+                     and not any(k in d.name for k in ("fingers", "thumb")) for d in sk.dofs])
 
 
 def run_filter(kind, sk, obs, q0, **opts):
@@ -80,13 +152,21 @@ def run_filter(kind, sk, obs, q0, **opts):
     return out, (time.perf_counter() - t0) / len(obs)
 
 
+def wrap_deg(e):
+    return (e + 180.0) % 360.0 - 180.0
+
+
 def rms_deg(est, truth, mask, skip):
-    e = (est - truth)[skip:][:, mask]
+    e = wrap_deg(est - truth)[skip:][:, mask]
     return float(np.sqrt(np.mean(e ** 2)))
 
 
-def ik_init(sk, obs0):
-    q0, _ = solve_ik(sk, positions=obs0.markers3d)
+def ik_init(sk, obs0, q_true0, seed=5, sigma_deg=5.0):
+    """IK on frame 0's noisy markers, started from the true pose perturbed by N(0, 5 deg): an
+    approximately known calibration pose picks the right Euler branch of the BVH angles."""
+    rng = np.random.default_rng(seed)
+    start = q_true0 + rng.normal(0.0, sigma_deg, len(q_true0)) * np.array([d.kind == "rotation" for d in sk.dofs])
+    q0, _ = solve_ik(sk, positions=obs0.markers3d, q0=start)
     return q0
 
 
@@ -98,14 +178,14 @@ def accuracy(seconds, filters, clips, out):
     for name, fname, start, secs, fast in clips:
         sk, q = load_clip(fname, start, min(secs, seconds))
         obs, truth = simulate(sk, q, FPS, noise=SensorNoise(), seed=11)
-        q0 = ik_init(sk, obs[0])
+        q0 = ik_init(sk, obs[0], q[0])
         mask = joint_mask(sk)
         skip = int(SETTLE_S * FPS)
         row, res = [], {}
         for k in filters:
             est, dt = run_filter(k, sk, obs, q0)
             res[k] = rms_deg(est, q, mask, skip)
-            allres[k].append(((est - q)[skip:][:, mask] ** 2))
+            allres[k].append((wrap_deg(est - q)[skip:][:, mask] ** 2))
             row.append("%.2f" % res[k])
         gain = ""
         if "ekf" in res and "cv" in res:

@@ -24,6 +24,7 @@ CHANNELS = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zr
 _CANON = {c.lower(): c for c in CHANNELS}
 MAX_BYTES = 1 << 30          # refuse BVH files over 1 GiB before reading them
 MAX_JOINTS = 10000
+MAX_DEPTH = 200              # nesting (recursion) limit; real bodies are under 30 deep
 
 
 class Joint:
@@ -82,8 +83,10 @@ class _Tokens:
         return self.items[self.i][0] if self.i < len(self.items) else None
 
 
-def _parse_joint(tk, joints, parent, kind_line):
+def _parse_joint(tk, joints, parent, depth=0):
     name, n = tk.next("a joint name")
+    if depth > MAX_DEPTH:
+        tk.fail("joints nested deeper than %d" % MAX_DEPTH, n)
     if name == "{":
         tk.fail("joint has no name", n)
     if any(j.name == name for j in joints):
@@ -115,7 +118,7 @@ def _parse_joint(tk, joints, parent, kind_line):
         if u == "}":
             return
         if u == "JOINT":
-            _parse_joint(tk, joints, me, ln)
+            _parse_joint(tk, joints, me, depth + 1)
         elif u == "END":
             tk.expect("Site")
             tk.expect("{")
@@ -144,7 +147,7 @@ def parse_bvh(text, where="bvh"):
     t, n = tk.next("ROOT")
     if t.upper() != "ROOT":
         tk.fail("expected ROOT, found %r" % t, n)
-    _parse_joint(tk, joints, -1, n)
+    _parse_joint(tk, joints, -1)
     if tk.peek() is not None:
         t, n = tk.next("")
         tk.fail("only one ROOT is supported; found %r after the first hierarchy" % t, n)

@@ -27,8 +27,12 @@ COMMANDS = {
     "edit": "host.commands.edit",
     "retarget": "host.commands.retarget",
     "render": "host.commands.render",
+    "view": "host.commands.view",
+    "download": "host.commands.download",
+    "export": "host.commands.export",
     "gestures": "host.commands.gestures",
     "stream": "host.commands.stream",
+    "deploy": "host.commands.deploy",
 }
 
 

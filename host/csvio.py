@@ -17,7 +17,7 @@ import numpy as np
 from host.staff import Row, Staff
 from protocol.errors import FormatError
 
-MAX_BYTES = 1 << 30
+MAX_BYTES = 1 << 28          # 256 MiB of CSV text
 _HEAD = re.compile(r"^(.*?)\s*\[([^\]]*)\]\s*$")
 
 

@@ -20,6 +20,7 @@ READERS = {
     ".bvh": "host.bvh:read_bvh",
     ".csv": "host.csvio:read_csv",
     ".msr": "host.commands.capture:read_msr",   # the unit's recording container
+    ".c3d": "host.c3d:read_c3d",                # marker capture -> joint angles by IK
 }
 WRITERS = {
     ".png": "host.stafffile:write_staff",

@@ -191,7 +191,7 @@ class Staff:
     """A motion staff in memory: values (rows, frames) float64 with NaN = missing, and its rows."""
 
     def __init__(self, values, rows, fps=30.0, bits=8, skeleton=None, meta=None):
-        v = np.array(values, dtype=np.float64)
+        v = np.array(values, dtype=np.float64, order="C")
         if v.ndim == 1:
             v = v[None, :]
         if v.ndim != 2:

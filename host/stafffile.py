@@ -7,9 +7,9 @@
 
 Rows are dofs, columns frames, pixel = code. Why the IDAT is written here and not by Pillow:
 Pillow cannot choose PNG filters per row, and the Sub filter (a row's difference along time)
-is what makes a staff compress (about 1.6x smaller than Pillow's own choice); each row gets the
-filter whose filtered bytes deflate smallest, and the stream is deflated with zopfli when it is
-installed (zlib level 9 otherwise). Any PNG reader (Pillow, browsers, viewers) reads the file;
+is what makes a staff compress; each row gets the filter whose filtered bytes have the least
+entropy, and the stream is deflated with zopfli when it is installed (zlib level 9 otherwise):
+on the CMU clips the image data is about 10% smaller than Pillow's PNG of the same codes. Any PNG reader (Pillow, browsers, viewers) reads the file;
 this reader uses Pillow, except for 16-bit grey+alpha, which Pillow reduces to 8 bits.
 """
 
@@ -93,7 +93,10 @@ def encode_png(staff, colour=False, effort=2):
 
 def write_staff(path, staff, colour=False, effort=2):
     """Write a staff as a PNG staff file."""
-    data = encode_png(staff, colour=colour, effort=effort)
+    try:
+        data = encode_png(staff, colour=colour, effort=effort)
+    except ValueError as e:
+        raise ValueError("%s: %s" % (os.fspath(path), e)) from None
     with open(path, "wb") as f:
         f.write(data)
     return len(data)

@@ -96,10 +96,21 @@ def check(h, where="header"):
     return h
 
 
+def _canon(v):
+    """JSON text with object keys sorted, so CPython and MicroPython (whose dicts keep no
+    insertion order) write the same key order."""
+    if isinstance(v, dict):
+        keys = sorted(v.keys())
+        return "{" + ",".join(json.dumps(k) + ":" + _canon(v[k]) for k in keys) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_canon(x) for x in v) + "]"
+    return json.dumps(v)
+
+
 def dumps(h):
-    """Compact JSON text of a checked header."""
+    """Compact JSON text of a checked header, keys sorted."""
     check(h)
-    return json.dumps(h, separators=(",", ":"))
+    return _canon(h)
 
 
 def loads(text, where="header"):

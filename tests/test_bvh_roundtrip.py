@@ -165,6 +165,8 @@ def test_staff_of_another_skeleton_exports_as_bvh():
     (SMALL.replace("0.1 1 0 11 21", "0.1 1 0 11 x"), "line 34: 'x' is not a number"),
     (SMALL.replace("0.1 1 0 11 21", "0.1 1 0 11 nan"), "line 34: value is not finite"),
     (SMALL.replace("JOINT c", "JOINT a"), "joint name 'a' repeats"),
+    ("HIERARCHY\nROOT r\n{\nOFFSET 0 0 0\n" + "".join("JOINT j%d\n{\nOFFSET 0 0 0\n" % i for i in range(300))
+     + "MOTION\nFrames: 0\nFrame Time: 0.1\n", "nested deeper than 200"),
     (SMALL.replace("Xrotation Yrotation Zrotation\n", "Xrotation Xrotation Zrotation\n"), "repeats on joint"),
 ])
 def test_malformed_bvh_names_file_and_line(text, message):
@@ -209,3 +211,16 @@ def test_exported_bvh_reads_in_an_independent_parser(shared_data, tmp_path, name
         for joint, _, _ in layout:
             got = np.array(joint.PositionWorld) * 0.01
             assert np.allclose(got, want[names.index(joint.Name)], atol=2e-6)   # bvhio uses float32
+
+
+def test_random_corruption_only_ever_raises_format_error(shared_data):
+    text = (shared_data / "bvh" / "dataset-1_run_normal_001.bvh").read_text()
+    rng = np.random.default_rng(5)
+    for _ in range(150):
+        t = list(text)
+        for _ in range(3):
+            t[int(rng.integers(0, len(t)))] = chr(int(rng.integers(32, 127)))
+        try:
+            bvh_to_staff("".join(t), "f.bvh")
+        except FormatError as e:
+            assert str(e).startswith("f.bvh: ") and "\n" not in str(e)

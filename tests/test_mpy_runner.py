@@ -69,3 +69,19 @@ def test_missing_micropython_fails_unless_allowed(monkeypatch):
         mpy_run.require_or_skip()
     with pytest.raises(mpy_run.MpyError):
         mpy_run.run("print(1)")
+
+
+def test_a_hung_script_is_killed_and_the_session_recovers():
+    mpy_run.require_or_skip()
+    with mpy_run.MpySession() as s:
+        # an uncaught MemoryError with the heap locked hangs the wasm port: timeout, restart
+        with pytest.raises(mpy_run.MpyError, match="timed out"):
+            s.run("import micropython\nmicropython.heap_lock()\nx = [1, 2, 3]", timeout=5)
+        assert s.run("print('again')") == "again\n"
+
+
+def test_serve_mode_isolates_globals_and_can_forget_modules(mpy):
+    mpy.run("leak = 1")
+    assert mpy.run("print('leak' in globals())") == "False\n"
+    mpy.run("import device.core.fxp as f\nf.EXTRA = 5")
+    assert mpy.run("import device.core.fxp as f\nprint(hasattr(f, 'EXTRA'))", fresh=True) == "False\n"

@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from PIL import Image
 
-from host.pngrows import filter_rows, unfilter_rows
+from host.pngrows import _candidates, filter_rows, unfilter_rows
 from host.staff import Row, Staff
 from host.stafffile import decode_png, encode_png, palette_rgb, read_staff, write_staff
-from protocol import staffheader
 from protocol.errors import FormatError
 
 
@@ -96,10 +95,8 @@ def test_filters_invert(nrows, width, bpp, seed):
     assert np.array_equal(unfilter_rows(data, nrows, width * bpp, bpp), raw)
     # every filter type by hand, including the slow Average and Paeth paths
     for kind in range(5):
-        buf = bytearray(data)
         rows = []
         prev = np.zeros(width * bpp, np.uint8)
-        from host.pngrows import _candidates
         for r in range(nrows):
             c = (_candidates(raw[r], prev, bpp)[kind] & 0xFF).astype(np.uint8)
             rows.append(bytes([kind]) + c.tobytes())
@@ -126,10 +123,6 @@ def _with_header(png, header_text):
             out.append(png[pos:pos + 12 + n])
         pos += 12 + n
     return b"".join(out)
-
-
-def _header(png):
-    return staffheader.loads(decode_png_header(png))
 
 
 def decode_png_header(png):
@@ -211,3 +204,26 @@ def test_16bit_alpha_zlib_bomb_refused():
 def test_zero_frames_cannot_be_written():
     with pytest.raises(ValueError):
         encode_png(Staff(np.zeros((2, 0)), [Row("a"), Row("b")]))
+
+
+def test_random_corruption_only_ever_raises_format_error():
+    rng = np.random.default_rng(3)
+    goods = [encode_png(make_staff(8, frames=30), effort=0),
+             encode_png(make_staff(16, missing=True, frames=30), effort=0),
+             encode_png(make_staff(8, frames=30), colour=True, effort=0)]
+    for it in range(600):
+        g = bytearray(goods[it % 3])
+        for _ in range(int(rng.integers(1, 4))):
+            g[int(rng.integers(8, len(g)))] = int(rng.integers(0, 256))
+        if it % 2:      # recompute the CRCs so that the corruption reaches the decoders
+            pos, out = 8, bytearray(g[:8])
+            while pos + 8 <= len(g):
+                n, kind = struct.unpack(">I4s", g[pos:pos + 8])
+                body = bytes(g[pos + 8:pos + 8 + n])
+                out += _chunk(kind, body)
+                pos += 12 + n
+            g = out
+        try:
+            decode_png(bytes(g), "f.png")
+        except FormatError as e:
+            assert str(e).startswith("f.png") and "\n" not in str(e)

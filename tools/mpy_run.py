@@ -89,8 +89,11 @@ def run(code, files=None, timeout=300, heap=None):
     cmd = [node_binary(), RUNNER] + _files_args(files)
     if heap:
         cmd += ["--heap", str(int(heap))]
-    p = subprocess.run(cmd + ["-"], input=code.encode("utf-8"), capture_output=True,
-                       timeout=timeout, cwd=REPO)
+    try:
+        p = subprocess.run(cmd + ["-"], input=code.encode("utf-8"), capture_output=True,
+                           timeout=timeout, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        raise MpyError("MicroPython script timed out after %s s" % timeout)
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
     if p.returncode != 0:
@@ -108,21 +111,53 @@ class MpySession:
         cmd = [node_binary(), RUNNER, "--serve"] + _files_args(files)
         if heap:
             cmd += ["--heap", str(int(heap))]
-        self._p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, cwd=REPO)
+        self._cmd = cmd
+        self._p = None
         self._n = 0
+        self._start()
 
-    def run(self, code, name="<test>", fresh=False):
-        """Run code with fresh globals; returns its stdout or raises MpyError."""
+    def _start(self):
+        # stderr goes to a file, so a chatty runner can never block on a full pipe
+        import tempfile
+
+        self._err = tempfile.TemporaryFile()
+        self._p = subprocess.Popen(self._cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=self._err, cwd=REPO)
+
+    def _kill(self):
+        self._p.kill()
+        self._p.wait()
+        self._p.stdin.close()
+        self._p.stdout.close()
+        self._err.seek(0)
+        err = self._err.read().decode("utf-8", "replace")
+        self._err.close()
+        self._p = None
+        return err
+
+    def run(self, code, name="<test>", fresh=False, timeout=300):
+        """Run code with fresh globals; returns its stdout or raises MpyError.
+
+        A script that hangs (e.g. dies uncaught with micropython.heap_lock() held) is killed
+        after timeout seconds, and the next run() starts a new MicroPython.
+        """
+        import select
+
         if self._p is None:
-            raise MpyError("session closed")
+            if self._cmd is None:
+                raise MpyError("session closed")
+            self._start()
         self._n += 1
         req = {"id": self._n, "code": code, "name": name, "fresh": bool(fresh)}
         self._p.stdin.write((json.dumps(req) + "\n").encode("utf-8"))
         self._p.stdin.flush()
+        ready, _, _ = select.select([self._p.stdout], [], [], timeout)
+        if not ready:
+            self._kill()
+            raise MpyError("MicroPython script %s timed out after %s s (runner restarted)" % (name, timeout))
         line = self._p.stdout.readline()
         if not line:
-            err = self._p.stderr.read().decode("utf-8", "replace")
+            err = self._kill()
             raise MpyError("MicroPython runner died: %s" % err)
         rep = json.loads(line.decode("utf-8"))
         if not rep["ok"]:
@@ -131,6 +166,7 @@ class MpySession:
         return rep["stdout"]
 
     def close(self):
+        self._cmd = None
         if self._p is not None:
             try:
                 self._p.stdin.close()
@@ -138,8 +174,8 @@ class MpySession:
             except Exception:
                 self._p.kill()
                 self._p.wait()
-            for s in (self._p.stdout, self._p.stderr):
-                s.close()
+            self._p.stdout.close()
+            self._err.close()
             self._p = None
 
     def __enter__(self):

@@ -70,12 +70,14 @@ class _Targets:
 
 def solve_ik(skeleton, positions=None, orientations=None, pixels=None, camera=None, q0=None,
              weights=None, damping=1e-2, max_iter=50, tol_rad=1e-7, pixel_weight=1e-3,
-             orientation_weight=0.3, clamp=True):
+             orientation_weight=0.3, clamp=True, q_prior=None, prior_weight=0.0):
     """Joint values (ndof,) in dof units matching the targets; info = {iterations, rms_m, ...}.
 
     positions {name: (3,) m}, orientations {name: (3, 3) world rotation}, pixels {name: (u, v)}
     with camera; None or non-finite entries are skipped. weights {name: w} scale residuals.
     orientation_weight: metres per radian (a 0.3 m lever); pixel_weight: metres per pixel.
+    q_prior (ndof,) dof units, prior_weight w (m/rad): extra residuals w (q_prior - q) pick,
+    among poses that fit equally well, the one nearest q_prior (e.g. the previous frame).
     """
     model = model_of(skeleton)
     n = model.n
@@ -107,6 +109,7 @@ def solve_ik(skeleton, positions=None, orientations=None, pixels=None, camera=No
     xt = np.array(list(X.values())).reshape(-1, 2)
     it = 0
     lam2 = damping ** 2
+    qp = model.to_si(skeleton.home if q_prior is None else np.asarray(q_prior, float))
     r = np.zeros(0)
     for it in range(1, max_iter + 1):
         kin = model.kinematics(q)
@@ -133,6 +136,10 @@ def solve_ik(skeleton, positions=None, orientations=None, pixels=None, camera=No
             Js.append(J.reshape(-1, n) * wx[:, None])
         if not rows:
             break
+        if prior_weight > 0.0:
+            # posture prior: w (q_prior - q), Jacobian w I
+            rows.append(prior_weight * (qp - q))
+            Js.append(prior_weight * np.eye(n))
         r = np.concatenate(rows)
         J = np.vstack(Js)
         # dq = (J' J + lambda^2 I)^-1 J' r   (weights already applied to rows)

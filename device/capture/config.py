@@ -92,6 +92,8 @@ def check(cfg, where="unit config"):
         raise FormatError("%s: 'rate_hz' must be in (0, 1000]" % where)
     if cfg.get("bits", 8) not in (8, 16):
         raise FormatError("%s: 'bits' must be 8 or 16" % where)
+    if cfg.get("chip", "bno055") not in CHIPS:
+        raise FormatError("%s: 'chip' must be one of %s" % (where, ", ".join(CHIPS)))
     _need(cfg, "body", str, where)
     buses = _need(cfg, "buses", dict, where)
     sensors = cfg.get("sensors")

@@ -158,7 +158,20 @@ class CaptureLoop:
                 "busy_ms": st.get("busy_mean_ms", 0.0), "skipped": st["skipped"],
                 "output_errors": self.output_errors}
 
+    def add_configured_outputs(self):
+        """The outputs the unit's configuration lists (device.capture.outputs)."""
+        from device.capture.outputs import make_outputs
+        outs = make_outputs(self.unit.cfg.get("outputs"), self.header, self.unit.skeleton, self.rate_hz)
+        self.outputs.extend(outs)
+        self._owned = getattr(self, "_owned", []) + outs
+        return outs
+
     def close(self):
+        for out in getattr(self, "_owned", []):
+            try:
+                out.close()
+            except Exception:
+                self.output_errors += 1
         if self.writer is not None:
             self.writer.close()
         if self.raw_log is not None:

@@ -44,14 +44,19 @@ class JointEKF:
         self.hi_si = self.model.to_si(self.skeleton.hi)
         self.x = None
         self.P = None
+        self.t_s = None
         self.lin = None
         self.nis = np.nan          # normalised innovation squared of the last update
         self.nz = 0                # rows in the last update
         self.failures = 0          # updates skipped because S was not positive definite
 
     # -- state ------------------------------------------------------------------------------------
-    def initialise(self, q0_dof, qd0_dof=None, p0_sigma=None):
-        """Start at q0 (dof units) at rest (or moving at qd0, dof units per second)."""
+    def initialise(self, q0_dof, qd0_dof=None, p0_sigma=None, t_s=None):
+        """Start at q0 (dof units) at rest (or moving at qd0, dof units per second).
+
+        t_s: the time of q0; a first observation at that same time is an update only.
+        """
+        self.t_s = t_s
         q0 = self.model.to_si(np.asarray(q0_dof, float).reshape(self.n))
         qd0 = None if qd0_dof is None else self.model.to_si(qd0_dof)
         self.x = self.process.initial_state(q0, qd0)
@@ -128,9 +133,11 @@ class JointEKF:
             raise RuntimeError("initialise(q0) the estimator before step()")
         if obs is not None and obs.camera is not None:
             self.camera = obs.camera
-        self.predict()
+        if obs is None or self.t_s is None or obs.t_s > self.t_s + 1e-6 * self.dt_s:
+            self.predict()
         if obs is not None:
             self.update(obs)
+        self.t_s = obs.t_s if obs is not None else None
         return self.q_dof
 
     def predicted_markers2d(self, camera=None, k_sigma=3.0, kinds=("marker",)):

@@ -86,7 +86,7 @@ class FusionEstimator:
         a.set_settings(s)
         return a
 
-    def initialise(self, q0_dof, qd0_dof=None):
+    def initialise(self, q0_dof, qd0_dof=None, t_s=None):
         """Align every AHRS to its sensor's orientation at q0 (dof units)."""
         self.q = np.asarray(q0_dof, float).copy()
         kin = self.model.kinematics(self.model.to_si(self.q))

@@ -77,12 +77,14 @@ class TorqueProcess:
     nblocks = 3
 
     def __init__(self, model, dt_s, integrator="rk4", accel_sigma_rad_s2=60.0, tau_sigma=None,
-                 q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic", damping=0.05):
+                 q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic", damping=0.05, h_tau_only=True,
+                 light_inertia=0.05):
         if integrator not in ("rk4", "euler"):
             raise ValueError("integrator must be 'rk4' or 'euler', not %r" % (integrator,))
         if jacobian not in ("analytic", "fd"):
             raise ValueError("jacobian must be 'analytic' or 'fd', not %r" % (jacobian,))
         self.model, self.dt_s, self.integrator, self.jacobian = model, float(dt_s), integrator, jacobian
+        self.h_tau_only = h_tau_only
         n = model.n
         self.n, self.nx = n, 3 * n
         # joint damping d (N m s / rad): qdd = M^-1 (tau - b - d qd). With the model's armature
@@ -90,7 +92,13 @@ class TorqueProcess:
         # gimbal lock - a defined, decaying motion instead of an unbounded one (time constant
         # armature / d, 20 ms by default; negligible against a 5 kg m^2 thigh).
         self.damping = np.broadcast_to(np.asarray(damping, float), (n,)).copy()
-        self.accel_var = np.broadcast_to(np.asarray(accel_sigma_rad_s2, float) ** 2, (n,)).copy()
+        # light distal dofs (toes, fingers, a wrist) are whipped by their parents' motion: the
+        # torque that holds them changes as fast as the parent accelerates, so their random walk
+        # is widened: sigma_j = accel_sigma * max(1, light_inertia / M_jj(home)) ** 0.5
+        kin0 = model.kinematics(model.to_si(model.skeleton.home))
+        mjj = np.diag(model.mass_matrix(kin0)) + model.armature
+        widen = np.sqrt(np.maximum(1.0, light_inertia / np.maximum(mjj, 1e-9))) if light_inertia else 1.0
+        self.accel_var = (np.broadcast_to(np.asarray(accel_sigma_rad_s2, float), (n,)) * widen) ** 2
         self.tau_var = None if tau_sigma is None else np.broadcast_to(np.asarray(tau_sigma, float) ** 2, (n,))
         f = 1.0 if integrator == "rk4" else 10.0
         self.q_var = np.concatenate([np.full(n, (f * q_sigma) ** 2), np.full(n, (f * qd_sigma) ** 2)])
@@ -126,7 +134,11 @@ class TorqueProcess:
             # Dq ~= -M^-1 dg/dq ; Dqd ~= -M^-1 diag(d) (damping; Coriolis dropped)
             Dq = -Minv @ gravity_stiffness(self.model, kin)
             Dqd = -Minv * self.damping[None, :]
-        dqdd_dx = np.hstack([Dq, np.zeros((n, n)) if Dqd is None else Dqd, Minv])
+        if self.h_tau_only:
+            # for H: qdd depends on the state through tau only (see the class docstring)
+            dqdd_dx = np.hstack([np.zeros((n, 2 * n)), Minv])
+        else:
+            dqdd_dx = np.hstack([Dq, np.zeros((n, n)) if Dqd is None else Dqd, Minv])
         return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd, M)
 
     def _fd(self, q, qd, tau, eps=1e-6):

@@ -132,6 +132,8 @@ class FrameReader:
         if t < 0x10 or t > 0x13:
             self.enc[n] = 0
             self.packets = self.decoder.feed(memoryview(self.enc)[:n + 1])
+            for p in self.packets:
+                self._seq(p.seq)
             return OTHER if self.packets else NONE
         return FRAME if self._frame(m) else NONE
 
@@ -193,10 +195,14 @@ class FrameReader:
         self.nrows = rows
         self.bits = 16 if wide else 8
         seq = body[1] | (body[2] << 8)
-        if self.last_seq >= 0:
-            self.gaps += (seq - self.last_seq - 1) & 0xFFFF
-        self.last_seq = seq
+        self._seq(seq)
         self.seq = seq
         self.time_us = body[3] | (body[4] << 8) | (body[5] << 16)
         self.frames += 1
         return True
+
+    def _seq(self, seq):
+        # packets missing by sequence number, over every delivered packet (like the Decoder)
+        if self.last_seq >= 0:
+            self.gaps += (seq - self.last_seq - 1) & 0xFFFF
+        self.last_seq = seq

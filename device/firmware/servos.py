@@ -7,7 +7,7 @@
 
 Each servo (a dict of the receiver config, see config.py) turns a staff code into a pulse width:
 joint_deg = scale * (lo + code * (hi - lo) / top) + offset_deg;  us = neutral_us + direction *
-us_per_deg * joint_deg. At header time that is folded into pulse_ns = a_ns + (b * code >> s),
+us_per_deg * joint_deg. At header time that is folded into pulse_ns = a_ns + bi * code + (bf * code >> 14),
 so a frame costs integer operations only (no float, no allocation). Pulses are clamped to
 [min_us, max_us] always, and move at most max_vel_dps * us_per_deg per second (ramping from
 home_deg at the first frame). 50 Hz PWM via machine.PWM(...).duty_ns(); release = duty 0.
@@ -37,8 +37,8 @@ class ServoBank:
         self.vel_ns_per_ms = [0] * n
         self.row = [-1] * n          # staff row index driving each servo (-1: none)
         self.a_ns = [0] * n
-        self.b = [0] * n
-        self.shift = [0] * n
+        self.b = [0] * n             # integer ns per code
+        self.shift = [0] * n         # fraction of ns per code, Q14
         self.target_ns = [0] * n
         self.cur_ns = [0] * n
         self.out_ns = [0] * n        # what the PWM was last given (0 = released)
@@ -84,14 +84,13 @@ class ServoBank:
             # B = 1000 k scale (hi - lo) / top
             a = 1000.0 * (s["neutral_us"] + k * (scale * lo + s.get("offset_deg", 0.0)))
             bcoef = 1000.0 * k * scale * (hi - lo) / top
-            # b = B 2^shift with |b| * top < 2^29, so b * code stays a small int
-            sh = 16
-            while sh > 0 and abs(bcoef) * top * (1 << sh) >= (1 << 29):
-                sh -= 1
+            # B = bi + bf / 2^14 (bi = floor(B), 0 <= bf <= 2^14): bf * code < 2^30 for 16-bit
+            # codes, so a frame needs small ints only; error <= code / 2^15 ns (2 ns at 16 bits)
+            bi = int(bcoef // 1)
+            bf = int((bcoef - bi) * 16384 + 0.5)
             self.a_ns[i] = int(a + 0.5) if a >= 0 else -int(-a + 0.5)
-            bq = bcoef * (1 << sh)
-            self.b[i] = int(bq + 0.5) if bq >= 0 else -int(-bq + 0.5)
-            self.shift[i] = sh
+            self.b[i] = bi
+            self.shift[i] = bf
             self.row[i] = r
 
     def set_targets(self, codes, missing, nrows):
@@ -100,9 +99,9 @@ class ServoBank:
             r = self.row[i]
             if r < 0 or r >= nrows or missing[r]:
                 continue
-            sh = self.shift[i]
-            # pulse_ns = a + (b code) / 2^shift, rounded half up
-            v = self.a_ns[i] + ((self.b[i] * codes[r] + (1 << sh >> 1)) >> sh)
+            code = codes[r]
+            # pulse_ns = a + bi code + bf code / 2^14, the fraction rounded half up
+            v = self.a_ns[i] + self.b[i] * code + ((self.shift[i] * code + 8192) >> 14)
             c = self._clamp(i, v)
             if c != v:
                 self.limited += 1

@@ -10,8 +10,6 @@ readfrom_mem_into(addr, reg, buf), writeto_mem(addr, reg, buf), writeto(addr, bu
 readfrom_into(addr, buf); a missing device or a bus fault raises OSError.
 """
 
-import importlib
-
 # scheme -> "module:Class"; the module is imported only when its scheme is opened
 I2C_BACKENDS = {
     "i2c": "device.hal.i2c_smbus:SmbusI2C",
@@ -37,7 +35,8 @@ def _load(table, url, kind):
         raise ValueError("unknown %s scheme %r in %r (valid: %s)"
                          % (kind, scheme, url, ", ".join(sorted(table))))
     mod, cls = table[scheme].split(":")
-    return getattr(importlib.import_module(mod), cls), rest
+    # __import__ with a fromlist returns the submodule (CPython and MicroPython alike)
+    return getattr(__import__(mod, None, None, [cls]), cls), rest
 
 
 def open_i2c(url, **options):

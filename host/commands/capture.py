@@ -35,6 +35,7 @@ def add_arguments(p):
                    help="the simulated subject's body (default: the clip's own skeleton)")
     p.add_argument("--chip", choices=("bno055", "mpu6050", "mpu9250"), help="simulated IMU chip")
     p.add_argument("--seed", type=int, help="simulated subject's seed")
+    p.add_argument("--camera", action="store_true", help="add the simulated camera (markers)")
     p.add_argument("--status", action="store_true", help="print a status line every second")
     p.add_argument("--json", action="store_true", help="print the timing summary as JSON")
 
@@ -71,6 +72,8 @@ def _config(args):
         cfg["rate_hz"] = float(args.rate)
     if args.estimator:
         cfg["estimator"] = args.estimator
+    if args.camera and not cfg.get("camera"):
+        cfg["camera"] = {"url": "sim-cam://", "calibration": None}
     if cfg.get("subject") is not None:
         if args.clip:
             cfg["subject"]["clip"] = args.clip
@@ -110,6 +113,7 @@ def run(args):
     raw = RawLogWriter(args.raw_log, unit) if args.raw_log else None
     loop = CaptureLoop(unit, record=record, realtime=args.realtime, raw_log=raw,
                        truth=bool(args.truth), captured=captured)
+    loop.add_configured_outputs()
     values = []
     if png_out:
         loop.outputs.append(lambda k, t, v, c: values.append([np.nan if x is None else x for x in v]))

@@ -1,59 +1,103 @@
-"""`motionstaff demo`: import a bundled real clip, write its staff PNG and render it.
+"""`motionstaff demo`: the main job end to end on the built-in simulated unit, with a report.
 
-    motionstaff demo                      # files in ./motionstaff-demo/
-    motionstaff demo --out /tmp/d --json  # one JSON object naming the files
+    motionstaff demo                      # files in ./motionstaff-demo/, report on stdout
+    motionstaff demo --clip walk.bvh --seconds 5
+    motionstaff demo --json               # the report as one JSON object
+    motionstaff demo --faults 0.01        # damage 1% of the link's bytes: nothing corrupted moves
 
-run_demo() is the one function later issues grow into the whole pipeline.
+A simulated subject performs a real clip wearing IMUs and camera markers; the capture loop
+estimates, records the crash-safe container and streams every frame over a pty to an emulated
+Pololu Maestro driving the khr17-maestro humanoid; the host gets the recording, converts it to
+a PNG staff, despikes and smooths it and renders a GIF of the estimated figure beside the true
+one (host/demo/pipeline.py). run_demo() is the entry point.
 """
 
 import json
 import os
+import sys
 
-HELP = "import a bundled CMU clip, write its motion staff and render it (the first thing to run)"
-DEFAULT_CLIP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
-                            "131_03_short.bvh")
+HELP = "the main job end to end: simulated subject -> capture -> robot + recording -> staff -> GIF"
 
 
 def add_arguments(p):
     p.add_argument("--out", default="motionstaff-demo", help="output folder (default ./motionstaff-demo)")
-    p.add_argument("--clip", help="a BVH (or any motion file) to use instead of the bundled clip")
-    p.add_argument("--json", action="store_true", help="print one JSON object naming the files")
+    p.add_argument("--clip", help="a BVH clip for the subject to perform (default: CMU 131_03)")
+    p.add_argument("--seconds", type=float, default=10.0, help="seconds of motion (default 10)")
+    p.add_argument("--rate", type=float, default=30.0, help="capture rate in Hz (default 30)")
+    p.add_argument("--estimator", default="ekf", help="estimator (default: the torque-state EKF)")
+    p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
+    p.add_argument("--faults", type=float, default=0.0,
+                   help="fraction of link bytes damaged (bit flips, drops, garbage; default 0)")
+    p.add_argument("--no-camera", action="store_true", help="IMUs only (no camera markers)")
+    p.add_argument("--no-render", action="store_true", help="skip the GIF")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
-def run_demo(out_dir, clip=None, json_out=False):
-    """Import the clip, write <out_dir>/staff.png (8-bit), staff16.png, staff_colour.png and
-    score.png (the rendering); return a dict of what was written."""
-    from host.commands.show import render_staff
-    from host.formats import read_motion
-    from host.stafffile import write_staff
-
-    clip = clip or DEFAULT_CLIP
-    os.makedirs(out_dir, exist_ok=True)
-    staff = read_motion(clip)
-    files = {"staff": os.path.join(out_dir, "staff.png"),
-             "staff16": os.path.join(out_dir, "staff16.png"),
-             "colour": os.path.join(out_dir, "staff_colour.png"),
-             "score": os.path.join(out_dir, "score.png")}
-    write_staff(files["staff"], staff)
-    write_staff(files["staff16"], staff.with_bits(16).refit("fit"))
-    if not staff.codes()[1].any():
-        write_staff(files["colour"], staff, colour=True)
-    else:
-        del files["colour"]
-    render_staff(staff, files["score"], title="%s (motion staff)" % os.path.basename(clip))
-    result = {"clip": clip, "rows": staff.nrows, "frames": staff.frames, "fps": staff.fps,
-              "bytes": {k: os.path.getsize(v) for k, v in files.items()}, "files": files}
+def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, estimator="ekf",
+             seed=1, faults=0.0, camera=True, render=True, progress=True):
+    """Run the pipeline, print the report (text or JSON) and return it as a dict."""
+    from host.demo.link import Faults
+    from host.demo.pipeline import run_pipeline
+    if not (0 < seconds <= 600) or not (1 <= rate_hz <= 200) or not (0 <= faults < 0.5):
+        raise ValueError("demo: need 0 < --seconds <= 600, 1 <= --rate <= 200, 0 <= --faults < 0.5")
+    if clip is not None and not os.path.isfile(clip):
+        raise FileNotFoundError(2, "No such file or directory", clip)
+    f = Faults(rate=faults, seed=seed) if faults else None
+    report = run_pipeline(out_dir, clip, seconds, estimator, rate_hz, seed, camera, f, render,
+                          progress)
     if json_out:
-        print(json.dumps(result))
+        print(json.dumps(report, default=_plain))
     else:
-        print("motionstaff demo: %s, %d rows x %d frames at %g fps"
-              % (os.path.basename(clip), staff.nrows, staff.frames, staff.fps))
-        for k, v in files.items():
-            print("  %-8s %s (%d bytes)" % (k, v, result["bytes"][k]))
-        print("open %s to see the staff as a score" % files["score"])
-    return result
+        print(text_report(report))
+    return report
+
+
+def _plain(o):
+    try:
+        return float(o)
+    except (TypeError, ValueError):
+        return str(o)
+
+
+def _f(v, fmt="%.2f"):
+    return "null" if v is None else fmt % v
+
+
+def text_report(r):
+    b = r["bytes_per_frame_detail"]
+    lines = [
+        "motionstaff demo: %s, %g s of motion at %g Hz, %d rows, %d IMUs%s, estimator %s, robot %s"
+        % (os.path.basename(r["clip"]), r["seconds_of_motion"], r["rate_hz"], r["rows"], r["imus"],
+           " + camera markers" if r["camera"] else "", r["estimator"], r["robot"]),
+        "  joint-angle RMS error vs truth: %s deg recorded (live %s, edited %s)"
+        % (_f(r["rms_deg"]), _f(r["rms_live_deg"]), _f(r["rms_edited_deg"])),
+        "  frames: %d captured, %d streamed, %d delivered to the robot, %d corrupted delivered"
+        % (r["frames_captured"], r["frames_streamed"], r["frames_delivered"],
+           r["corrupted_frames_delivered"]),
+        "  latency sensor sample -> servo bytes (processing): median %s ms, p99 %s ms"
+        % (_f(r["latency_p50_ms"]), _f(r["latency_p99_ms"])),
+        "  bytes per frame: link %s (incl. headers %s), container %s, Maestro %s, raw %d"
+        % (_f(b["link_frame_packet"]), _f(b["link_incl_headers"]), _f(b["container"]),
+           _f(b["maestro"]), b["raw_codes"]),
+        "  link errors: %d writes failed, %d packets dropped by the robot's decoder, %d failsafes"
+        % (r["link"]["write_errors"], r["link"]["relay"]["decoder_dropped"],
+           r["link"]["relay"].get("failsafes", 0)),
+    ]
+    if r.get("download"):
+        d = r["download"]
+        lines.append("  download over the serial link: %s bytes in %s s%s"
+                     % (d.get("bytes"), d.get("seconds"), "" if d.get("identical") else " (DIFFERS)"))
+    for k, v in sorted(r["not_measured"].items()):
+        lines.append("  note (%s): %s" % (k, v))
+    lines.append("files in %s:" % r["out_dir"])
+    for k, v in r["files"].items():
+        lines.append("  %-10s %s (%d bytes)" % (k, v, r["file_bytes"].get(k, 0)))
+    lines.append("took %.1f s" % r["timings_s"]["total_s"])
+    return "\n".join(lines)
 
 
 def run(args):
-    run_demo(args.out, args.clip, args.json)
+    run_demo(args.out, args.clip, args.json, seconds=args.seconds, rate_hz=args.rate,
+             estimator=args.estimator, seed=args.seed, faults=args.faults,
+             camera=not args.no_camera, render=not args.no_render, progress=sys.stderr.isatty())
     return 0

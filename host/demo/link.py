@@ -93,10 +93,13 @@ class LinkPty:
 
 
 class Faults:
-    """Seeded byte damage and port-vanish windows [(start_s, end_s)] in simulated time."""
+    """Seeded byte damage (from start_s of simulated time on) and port-vanish windows
+    [(start_s, end_s)]. A link damaged from its first byte never carries the staff header (several
+    1000-byte packets), so the robot end would never act; tests start damage once it is up."""
 
-    def __init__(self, rate=0.0, seed=0, vanish=()):
+    def __init__(self, rate=0.0, seed=0, vanish=(), start_s=0.0):
         self.rate = float(rate)
+        self.start_s = float(start_s)
         self.rng = random.Random(seed)
         self.vanish = [tuple(w) for w in vanish]
         self.counts = {"bit_flips": 0, "dropped_bytes": 0, "garbage_bytes": 0, "vanished_writes": 0}
@@ -104,8 +107,8 @@ class Faults:
     def gone(self, t_s):
         return any(a <= t_s < b for a, b in self.vanish)
 
-    def damage(self, data):
-        if self.rate <= 0:
+    def damage(self, data, t_s=None):
+        if self.rate <= 0 or (t_s is not None and t_s < self.start_s):
             return data
         rng, rate, out = self.rng, self.rate, bytearray()
         for b in data:
@@ -128,7 +131,7 @@ class Faults:
 class Streamer:
     """The unit's live output to the link: encode, damage (faults), write; errors counted."""
 
-    def __init__(self, link, header, faults=None, clock=None, header_every=60, bits=8):
+    def __init__(self, link, header, faults=None, clock=None, header_every=150, bits=8):
         self.link = link
         self.faults = faults or Faults()
         self.clock = clock
@@ -140,6 +143,7 @@ class Streamer:
             len(p) for p in self.enc.header(self.rows_header, 0))
         self.enc.seq = 0
         self.sent = {}                  # (seq, time_us) -> codes of every FRAME encoded
+        self.keys = []                  # (seq, time_us) of frame k, in capture order
         self.frames = 0                 # frames handed to the port without an error
         self.write_errors = 0
         self.bytes_written = 0
@@ -156,6 +160,7 @@ class Streamer:
         seq = self.enc.seq
         pkt = self.enc.frame(codes, bits=self.bits, time_us=t_us)
         self.sent[(seq, t_us)] = list(codes)
+        self.keys.append((seq, t_us))
         self.frame_bytes.append(len(pkt))
         wire += pkt
         if self.faults.gone(t_s):
@@ -167,7 +172,7 @@ class Streamer:
             return
         if not self.link.up:
             self.link.open()                          # plugged back in, at a new path
-        data = self.faults.damage(wire)
+        data = self.faults.damage(wire, t_s)
         self.link.write(data)
         self._need_header = False
         self.last_written = len(data)

@@ -70,16 +70,18 @@ class _Progress:
             self.bar.close()
 
 
-def _build_unit(clip, estimator, rate_hz, seed, camera):
+def _build_unit(clip, estimator, rate_hz, seed, camera, configure=None):
     from device.capture.config import default_config
     from device.capture.unit import build_unit
     cfg = default_config(estimator=estimator, rate_hz=rate_hz, seed=seed, camera=camera)
     cfg["subject"]["clip"] = clip
+    if configure is not None:
+        configure(cfg)                 # tests: outages, noise, ...
     return build_unit(cfg, clip_path=clip)
 
 
 def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camera=True,
-            faults=None, progress=None, notes=None):
+            faults=None, progress=None, notes=None, configure=None):
     """Stage 1. Returns a dict with the loop, unit, streamer, relay, emulator and measurements."""
     from device.capture.loop import CaptureLoop
     from device.servo.emulate import make_emulator
@@ -87,7 +89,7 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     from device.servo.robot import load_robot
 
     notes = notes if notes is not None else {}
-    unit = _build_unit(clip, estimator, rate_hz, seed, camera)
+    unit = _build_unit(clip, estimator, rate_hz, seed, camera, configure)
     calib_s = unit.cfg["subject"].get("calib_s", 1.0) + unit.cfg["subject"].get("blend_s", 0.5)
     dur = seconds + calib_s
     if unit.subject is not None and np.isfinite(unit.subject.duration_s):
@@ -115,12 +117,10 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     link = LinkPty(on_full=lambda: relay.feed(link.read_pending(0.5), sim[0]))
     link.open()
     streamer = Streamer(link, loop.header, faults or Faults(), bits=loop.bits)
-    keys = []
     values = []
 
     def record_values(k, t_s, vals, codes):
         values.append([np.nan if v is None else v for v in vals])
-        keys.append((streamer.enc.seq, int(round(t_s * 1e6)) % (1 << 24)))
     loop.outputs.append(record_values)
     loop.outputs.append(streamer)
     sim_s = []
@@ -155,13 +155,14 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
         if progress is not None and progress.bar is not None:
             progress.bar.reset()
         return capture(out_dir, clip, seconds, FALLBACK_ESTIMATOR, rate_hz, seed, camera, faults,
-                       progress, notes)
+                       progress, notes, configure)
     n_cmd = sum(len(c) for c in relay.commands)
     emu.wait_for(lambda e: e.commands >= n_cmd, 10.0)
     srv.stop()
     link.close()
     # latency: sensor sample -> servo bytes written, minus the simulator's own time in the read
     lat = []
+    keys = streamer.keys
     for k, key in enumerate(keys):
         w = relay.frame_written_at.get(key)
         if w is not None and k in read_start:
@@ -171,9 +172,17 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
             "latency_ms": lat, "estimator": estimator, "notes": notes, "frames_planned": nframes}
 
 
-def rms_vs_truth(est, truth, skeleton, start):
-    """RMS (deg) over rotation dofs from frame `start`, angle differences wrapped to +-180."""
+def _root_dofs(skeleton):
+    return np.array([skeleton.links[d.link].parent < 0 for d in skeleton.dofs])
+
+
+def rms_vs_truth(est, truth, skeleton, start, joints_only=True):
+    """RMS (deg) over rotation rows from frame `start`, differences wrapped to +-180; with
+    joints_only the root link's rows (its world orientation, whose Euler triple is not unique)
+    are left out: see root_error_deg. Returns (rms or None, values missing)."""
     rot = np.array([d.kind == "rotation" for d in skeleton.dofs])
+    if joints_only:
+        rot &= ~_root_dofs(skeleton)
     e, t = np.asarray(est, float)[start:, rot], np.asarray(truth, float)[start:, rot]
     n = min(len(e), len(t))
     d = (e[:n] - t[:n] + 180.0) % 360.0 - 180.0
@@ -181,6 +190,29 @@ def rms_vs_truth(est, truth, skeleton, start):
     if not ok.any():
         return None, 0
     return float(np.sqrt(np.mean(d[ok] ** 2))), int((~ok).sum())
+
+
+def root_error_deg(est, truth, skeleton, start):
+    """RMS geodesic angle (deg) between the estimated and true root orientation (by forward
+    kinematics, so an equivalent Euler triple is no error); None for a fixed-base body."""
+    from device.body.kinematics import forward_kinematics
+    root = _root_dofs(skeleton)
+    rot = np.array([d.kind == "rotation" for d in skeleton.dofs])
+    if not (root & rot).any():
+        return None
+    e, t = np.asarray(est, float)[start:], np.asarray(truth, float)[start:]
+    n = min(len(e), len(t))
+    e, t = e[:n].copy(), t[:n].copy()
+    ok = np.isfinite(e[:, root & rot]).all(axis=1)
+    if not ok.any():
+        return None
+    e, t = np.where(np.isfinite(e), e, skeleton.home), np.where(np.isfinite(t), t, skeleton.home)
+    k = [i for i, ln in enumerate(skeleton.links) if ln.parent < 0][0]
+    Re = forward_kinematics(skeleton, e[ok]).link_rot[:, k]
+    Rt = forward_kinematics(skeleton, t[ok]).link_rot[:, k]
+    c = (np.einsum("fij,fij->f", Re, Rt) - 1.0) / 2.0
+    ang = np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+    return float(np.sqrt(np.mean(ang ** 2)))
 
 
 def _percentile(xs, q):

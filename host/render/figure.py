@@ -66,14 +66,14 @@ class Body:
         lo_f, hi_f = np.nanmin(pts, axis=1), np.nanmax(pts, axis=1)          # (F, 3)
         size = float(np.max(hi_f - lo_f)) / 2 * 1.1
         lo, hi = lo_f.min(axis=0), hi_f.max(axis=0)
-        half = max(float(np.max(hi - lo)) / 2 * 1.05, 0.3)
+        half = max(float(np.max(hi - lo)) / 2 * 1.05, 1e-3)
         centre = np.repeat(((lo + hi) / 2)[None], pts.shape[0], axis=0)
         if half > 1.6 * size:                    # travels: follow the body's middle in x, y
             from scipy import ndimage
             mid = (lo_f + hi_f) / 2
             centre[:, :2] = ndimage.uniform_filter1d(mid[:, :2], max(1, int(self.staff.fps)), axis=0,
                                                      mode="nearest")
-            half = max(size, 0.3)
+            half = max(size, 1e-3)
         self.floor_z = float(lo[2])
         return centre, half
 
@@ -113,8 +113,9 @@ class Scene:
             ax.view_init(elev=view[1], azim=view[0])
             ax.set_axis_off()                    # panes and ticks cost most of a 3D draw
             ax.set_title(title, fontsize=9)
-            # a floor grid, 0.5 m squares, following the body
-            g = np.arange(-6, 7) * 0.5
+            # a floor grid (0.5 m squares for a human-sized scene), following the body
+            b.grid = 10.0 ** np.round(np.log10(half)) / 2
+            g = np.arange(-6, 7) * b.grid
             lines = [[(x, g[0], 0), (x, g[-1], 0)] for x in g] + [[(g[0], y, 0), (g[-1], y, 0)] for y in g]
             b.floor = np.array(lines, float)
             floor = Line3DCollection(self._floor(b, 0), colors="#c8c8c8", linewidths=0.6, animated=True)
@@ -158,8 +159,9 @@ class Scene:
         """Floor grid lines of frame f relative to the view's centre (they slide as it follows)."""
         fl = b.floor.copy()
         c = b.centre[f]
-        fl[:, :, 0] = np.clip(fl[:, :, 0] + np.round(c[0] * 2) / 2 - c[0], -b.half, b.half)
-        fl[:, :, 1] = np.clip(fl[:, :, 1] + np.round(c[1] * 2) / 2 - c[1], -b.half, b.half)
+        g = b.grid
+        fl[:, :, 0] = np.clip(fl[:, :, 0] + np.round(c[0] / g) * g - c[0], -b.half, b.half)
+        fl[:, :, 1] = np.clip(fl[:, :, 1] + np.round(c[1] / g) * g - c[1], -b.half, b.half)
         fl[:, :, 2] = b.floor_z - c[2]
         return fl
 

@@ -38,17 +38,26 @@ def _side_colour(name):
     return MID
 
 
+def body_size_m(skeleton):
+    """The largest extent of the body at its home pose (metres)."""
+    from device.body.kinematics import forward_kinematics
+    p = forward_kinematics(skeleton, skeleton.home).link_pos_m
+    return max(float(np.max(p.max(axis=0) - p.min(axis=0))), 1e-3)
+
+
 def default_outline(skeleton):
-    """A capsule from every link's origin to each child's origin (radius from the link's mass)."""
+    """A capsule from every link's origin to each child's origin; the radius grows with the
+    link's mass and with the body's size (a 1.7 m human: 2.5-6 cm)."""
+    size = body_size_m(skeleton)
     shapes = []
     for i, ln in enumerate(skeleton.links):
         for c in skeleton.children(i):
             off = skeleton.links[c].offset
             if np.linalg.norm(off) < 1e-6:
                 continue
-            r = 0.02 + 0.012 * np.sqrt(max(ln.mass, 0.0))
+            r = size / 1.7 * min(0.02 + 0.006 * np.sqrt(max(ln.mass, 0.0)), 0.06)
             shapes.append({"link": ln.name, "kind": "capsule", "from": [0.0, 0.0, 0.0],
-                           "to": [float(x) for x in off], "radius_m": float(min(r, 0.08)),
+                           "to": [float(x) for x in off], "radius_m": float(max(r, 1e-4)),
                            "colour": _side_colour(skeleton.links[c].name)})
     if not shapes:      # a single link: a small sphere at it
         shapes.append({"link": skeleton.links[0].name, "kind": "sphere", "center": [0, 0, 0],
@@ -78,7 +87,7 @@ def check_outline(doc, skeleton, where="outline"):
             if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v)):
                 raise FormatError("%s: %s must be 3 numbers" % (at, k))
         r = s.get("radius_m", 0.03)
-        if not isinstance(r, (int, float)) or not 0 < r < 10:
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 10:
             raise FormatError("%s: radius_m must be a positive number" % at)
     return shapes
 

@@ -105,9 +105,16 @@ async function main() {
     "        del sys.modules[_k]\n";
   const runCode = (code, name) => {
     mp.FS.writeFile("/work/.request.py", code);
+    // a script that dies with the heap locked (micropython.heap_lock) must not hang the runner
     mp.runPython(
-      "exec(compile(open('/work/.request.py').read(), " + JSON.stringify(name) + ", 'exec'), " +
-      "{'__name__': '__main__'})");
+      "try:\n" +
+      "    exec(compile(open('/work/.request.py').read(), " + JSON.stringify(name) + ", 'exec'), " +
+      "{'__name__': '__main__'})\n" +
+      "finally:\n" +
+      "    import micropython as _mp\n" +
+      "    _mp.heap_lock()\n" +
+      "    while _mp.heap_unlock():\n" +
+      "        pass\n");
   };
 
   if (!o.serve) {

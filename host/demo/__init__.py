@@ -1,0 +1,9 @@
+"""`motionstaff demo`: the main job end to end on the built-in simulated unit.
+
+    from host.demo.pipeline import run_pipeline
+    report = run_pipeline("motionstaff-demo", seconds=10.0)   # dict; see host/demo/stages.py
+
+pipeline.py (capture -> record + stream -> robot), link.py (pty link, faults, packet streamer),
+relay.py (the robot end: decoder -> Player -> Maestro), stages.py (download, convert, edit,
+render, report), checks.py (no corrupted frame delivered, servo commands match the limiter).
+"""

@@ -1,0 +1,153 @@
+"""The demo's host-side stages after capture: download, convert + edit, render, report.
+
+    from host.demo import stages
+    host_rec, dl = stages.download("out/unit/recording.msr", "out/recording.msr", notes)
+    files, staffs = stages.convert_and_edit(host_rec, "out/", cap)   # staff.png, edited.png, truth.png
+    stages.render(staffs, "out/compare.gif", files, notes)
+    report = stages.report(cap, dl, files, staffs, notes, clip, seconds)
+
+A stage whose part is not in the tree records None for its figures and the reason in notes
+(report["not_measured"]); nothing is estimated or made up.
+"""
+
+import os
+import shutil
+import time
+
+import numpy as np
+
+
+def download(unit_path, host_path, notes):
+    """The recording from the unit over the serial link (host/download.py against the unit's
+    download server over a pty). Returns (path the host reads, {bytes, seconds, ...} or None)."""
+    try:
+        from host.demo.fetch import fetch_over_pty
+    except ImportError as e:                      # SEAM: the download part is not in the tree yet
+        notes["download"] = ("not measured: the serial download (host/download.py and the unit's "
+                             "server) is not available (%s); the host read the unit's file directly"
+                             % e)
+        shutil.copyfile(unit_path, host_path)
+        return host_path, None
+    t0 = time.perf_counter()
+    info = fetch_over_pty(unit_path, host_path)
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    with open(unit_path, "rb") as a, open(host_path, "rb") as b:
+        info["identical"] = a.read() == b.read()
+    return host_path, info
+
+
+def _truth_staff(cap, fps, bits=16):
+    from host.staff import Row, Staff
+    h = cap["loop"].header
+    rows = [Row(r["name"], r["unit"], r["lo"], r["hi"], r["wrap"]) for r in h["rows"]]
+    v = cap["loop"].truth_values().T
+    return Staff(v, rows, fps, bits, cap["unit"].skeleton,
+                 {"source": "motionstaff demo (truth)", "captured": h.get("captured", "")})
+
+
+def convert_and_edit(rec_path, out_dir, cap):
+    """Container -> staff.png (as recorded), edited.png (despike + smooth), truth.png."""
+    from host.edit import despike, smooth
+    from host.formats import read_motion
+    from host.stafffile import write_staff
+    files = {"recording": rec_path}
+    staff = read_motion(rec_path)
+    files["staff"] = os.path.join(out_dir, "staff.png")
+    write_staff(files["staff"], staff)
+    edited = smooth(despike(staff), "butter", cutoff_hz=6.0)
+    files["edited"] = os.path.join(out_dir, "edited.png")
+    write_staff(files["edited"], edited)
+    truth = _truth_staff(cap, staff.fps)
+    files["truth"] = os.path.join(out_dir, "truth.png")
+    write_staff(files["truth"], truth)
+    files["servo_log"] = os.path.join(out_dir, "servos.csv")
+    cap["emulator"].write_log(files["servo_log"])
+    from host.stafffile import read_staff
+    return files, {"recorded": staff, "edited": read_staff(files["edited"]), "truth": truth}
+
+
+def render(staffs, gif_path, files, notes, max_frames=120):
+    try:
+        from host.render import render_gif
+    except ImportError as e:                      # SEAM: host/render not in the tree
+        notes["gif"] = "not rendered: host/render is not available (%s)" % e
+        return
+    render_gif(staffs["edited"], gif_path, compare=staffs["truth"], fps=10.0, max_frames=max_frames,
+               size_px=(640, 480))
+    files["gif"] = gif_path
+
+
+def _pct(xs, q):
+    return round(float(np.percentile(np.asarray(xs), q)), 3) if len(xs) else None
+
+
+def report(cap, dl, files, staffs, notes, clip, seconds):
+    from host.demo.pipeline import rms_vs_truth, root_error_deg
+    unit, loop, relay, streamer = cap["unit"], cap["loop"], cap["relay"], cap["streamer"]
+    sk = unit.skeleton
+    start = int(round(unit.rate_hz * 1.6))            # after calibration (1 s) and blend-in (0.5 s)
+    truth = loop.truth_values()
+    rms_live, _ = rms_vs_truth(cap["values"], truth, sk, start)
+    rms_rec, miss = rms_vs_truth(staffs["recorded"].values.T, truth, sk, start)
+    rms_edit, _ = rms_vs_truth(staffs["edited"].values.T, truth, sk, start)
+    rms_rows, _ = rms_vs_truth(staffs["recorded"].values.T, truth, sk, start, joints_only=False)
+    root = root_error_deg(staffs["recorded"].values.T, truth, sk, start)
+    lat = cap["latency_ms"]
+    st = loop.stats.summary()
+    nrows = len(loop.header["rows"])
+    rec_bytes = os.path.getsize(cap["record"])
+    fb = streamer.frame_bytes
+    servo_frames = max(1, len(relay.commands))
+    out = {
+        "clip": os.path.abspath(clip), "seconds_of_motion": seconds, "rate_hz": unit.rate_hz,
+        "rows": nrows, "imus": len(unit.slots), "camera": unit.camera is not None,
+        "estimator": cap["estimator"], "robot": cap["robot"].name,
+        "rms_deg": None if rms_rec is None else round(rms_rec, 3),
+        "rms_live_deg": None if rms_live is None else round(rms_live, 3),
+        "rms_edited_deg": None if rms_edit is None else round(rms_edit, 3),
+        "rms_values_missing": miss,
+        "rms_definition": "rotation rows of the joints (root link's rows excluded), recorded "
+                          "8-bit staff vs truth, from 1.6 s (after calibration and blend-in)",
+        "rms_root_orientation_deg": None if root is None else round(root, 3),
+        "rms_all_rotation_rows_deg": None if rms_rows is None else round(rms_rows, 3),
+        "frames_captured": loop.frame_index,
+        "frames_streamed": streamer.frames,
+        "frames_delivered": relay.counts["frames"],
+        "servo_commands": sum(len(c) for c in relay.commands),
+        "latency_p50_ms": _pct(lat, 50), "latency_p99_ms": _pct(lat, 99),
+        "latency_max_ms": round(max(lat), 3) if lat else None, "latency_samples": len(lat),
+        "unit_busy_mean_ms": _r(st.get("busy_mean_ms")), "unit_busy_p99_ms": _r(st.get("busy_p99_ms")),
+        "simulator_mean_ms": _r(st.get("simulate_mean_ms")),
+        "bytes_per_frame": round(sum(fb) / len(fb), 2) if fb else None,
+        "bytes_per_frame_detail": {
+            "link_frame_packet": round(sum(fb) / len(fb), 2) if fb else None,
+            "link_incl_headers": round(streamer.bytes_written / max(1, streamer.frames), 2),
+            "container": round((rec_bytes - _header_len(cap["record"])) / max(1, loop.frame_index), 2),
+            "maestro": round(relay.raw_driver.stats["bytes"] / servo_frames, 2),
+            "raw_codes": nrows * (loop.bits // 8)},
+        "link": {"write_errors": streamer.write_errors, "faults": dict(streamer.faults.counts),
+                 "relay": relay.summary()},
+        "download": dl,
+        "file_bytes": dict((k, os.path.getsize(v)) for k, v in files.items() if os.path.exists(v)),
+        "files": dict((k, os.path.abspath(v)) for k, v in files.items()),
+    }
+    out["file_bytes"]["unit_recording"] = rec_bytes
+    nm = dict(notes)
+    if dl is None:
+        out["download"] = None
+    out["not_measured"] = nm
+    return out
+
+
+def _r(v):
+    return None if v is None or v != v else round(float(v), 3)
+
+
+def _header_len(path):
+    from protocol import container
+    with open(path, "rb") as f:
+        head = f.read(14)
+    import struct
+    if len(head) < 14 or not head.startswith(container.MAGIC):
+        return 0
+    return 14 + struct.unpack(">I", head[10:14])[0] + 4
