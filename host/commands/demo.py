@@ -3,7 +3,7 @@
     motionstaff demo                      # files in ./motionstaff-demo/, report on stdout
     motionstaff demo --clip walk.bvh --seconds 5
     motionstaff demo --json               # the report as one JSON object
-    motionstaff demo --faults 0.01        # damage 1% of the link's bytes: nothing corrupted moves
+    motionstaff demo --faults 0.01 --unplug 5:6   # damage 1% of the link's bytes, unplug it 1 s
 
 A simulated subject performs a real clip wearing IMUs and camera markers; the capture loop
 estimates, records the crash-safe container and streams every frame over a pty to an emulated
@@ -28,13 +28,15 @@ def add_arguments(p):
     p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
     p.add_argument("--faults", type=float, default=0.0,
                    help="fraction of link bytes damaged (bit flips, drops, garbage; default 0)")
+    p.add_argument("--unplug", metavar="START:END", help="the link's port vanishes from START to "
+                   "END seconds of simulated time (e.g. 5:6)")
     p.add_argument("--no-camera", action="store_true", help="IMUs only (no camera markers)")
     p.add_argument("--no-render", action="store_true", help="skip the GIF")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
 def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, estimator="ekf",
-             seed=1, faults=0.0, camera=True, render=True, progress=True):
+             seed=1, faults=0.0, camera=True, render=True, progress=True, unplug=None):
     """Run the pipeline, print the report (text or JSON) and return it as a dict."""
     from host.demo.link import Faults
     from host.demo.pipeline import run_pipeline
@@ -42,7 +44,17 @@ def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, est
         raise ValueError("demo: need 0 < --seconds <= 600, 1 <= --rate <= 200, 0 <= --faults < 0.5")
     if clip is not None and not os.path.isfile(clip):
         raise FileNotFoundError(2, "No such file or directory", clip)
-    f = Faults(rate=faults, seed=seed) if faults else None
+    vanish = []
+    if unplug:
+        try:
+            a, b = (float(x) for x in str(unplug).split(":"))
+        except ValueError:
+            raise ValueError("demo: --unplug wants START:END in seconds, not %r" % unplug)
+        if not 0 <= a < b:
+            raise ValueError("demo: --unplug wants 0 <= START < END")
+        vanish = [(a, b)]
+    # damage starts after 0.5 s: the staff header (several 1000-byte packets) must get through once
+    f = Faults(rate=faults, seed=seed, vanish=vanish, start_s=0.5) if (faults or vanish) else None
     report = run_pipeline(out_dir, clip, seconds, estimator, rate_hz, seed, camera, f, render,
                           progress)
     if json_out:
@@ -79,9 +91,12 @@ def text_report(r):
         "  bytes per frame: link %s (incl. headers %s), container %s, Maestro %s, raw %d"
         % (_f(b["link_frame_packet"]), _f(b["link_incl_headers"]), _f(b["container"]),
            _f(b["maestro"]), b["raw_codes"]),
-        "  link errors: %d writes failed, %d packets dropped by the robot's decoder, %d failsafes"
+        "  link errors: %d writes failed (port gone), %d packets dropped by the robot's decoder; "
+        "failsafe engaged %d, released %d; servo commands matching the limiter: %d of %d"
         % (r["link"]["write_errors"], r["link"]["relay"]["decoder_dropped"],
-           r["link"]["relay"].get("failsafes", 0)),
+           r["link"]["relay"]["failsafe_engaged"], r["link"]["relay"]["failsafe_released"],
+           r["checks"]["servo_commands_checked"] - r["checks"]["servo_commands_mismatched"],
+           r["servo_commands"]),
     ]
     if r.get("download"):
         d = r["download"]
@@ -99,5 +114,6 @@ def text_report(r):
 def run(args):
     run_demo(args.out, args.clip, args.json, seconds=args.seconds, rate_hz=args.rate,
              estimator=args.estimator, seed=args.seed, faults=args.faults,
-             camera=not args.no_camera, render=not args.no_render, progress=sys.stderr.isatty())
+             camera=not args.no_camera, render=not args.no_render, progress=sys.stderr.isatty(),
+             unplug=args.unplug)
     return 0

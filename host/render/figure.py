@@ -134,8 +134,7 @@ class Scene:
         span = (st.hi - st.lo)
         span[span == 0] = 1.0
         img = np.ma.masked_invalid((st.values - st.lo[:, None]) / span[:, None])
-        cmap = matplotlib.colormaps["gray"].copy()
-        cmap.set_bad("#ff00ff")
+        cmap = matplotlib.colormaps["gray"].with_extremes(bad="#ff00ff")
         self.ax_staff.imshow(img, aspect="auto", interpolation="nearest", cmap=cmap, vmin=0, vmax=1,
                              extent=(0, st.duration_s, st.nrows, 0))
         self.ax_staff.set_yticks([])
