@@ -9,9 +9,7 @@ pytest.importorskip("ezc3d", reason="ezc3d (pip) is not installed")
 from device.body.human import human_model  # noqa: E402
 from device.body.kinematics import forward_kinematics  # noqa: E402
 from host.c3d import read_c3d, read_markers, write_markers_c3d  # noqa: E402
-from host.cli import main  # noqa: E402
 from host.formats import read_motion  # noqa: E402
-from host.staff import Row, Staff  # noqa: E402
 from protocol.errors import FormatError  # noqa: E402
 
 # frames and point rates as listed in data/c3d/SOURCES.md

@@ -3,7 +3,6 @@ a figure is drawn, and every control does what it says."""
 
 import io
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -63,7 +62,8 @@ def test_figure_is_drawn_for_both_bodies(page):
 
 
 def test_step_both_ways_and_counter(page):
-    page.evaluate("window.viewer.frame") == 0
+    page.evaluate("document.getElementById('scrub').value = 0; document.getElementById('scrub').dispatchEvent(new Event('input'))")
+    page.wait_for_function("window.viewer.frame === 0")
     page.click("#stepf")
     page.click("#stepf")
     page.wait_for_function("window.viewer.frame === 2")
@@ -77,14 +77,14 @@ def test_step_both_ways_and_counter(page):
 def test_play_pause_backward_and_speed(page):
     page.evaluate("document.getElementById('scrub').value = 100; document.getElementById('scrub').dispatchEvent(new Event('input'))")
     page.wait_for_function("window.viewer.frame === 100")
-    page.fill("#speed", "4") if False else page.evaluate(
-        "const s = document.getElementById('speed'); s.value = 4; s.dispatchEvent(new Event('input'))")
+    page.evaluate("const s = document.getElementById('speed'); s.value = 4; s.dispatchEvent(new Event('input'))")
     assert page.evaluate("window.viewer.speed") == 4
     page.click("#play")
     page.wait_for_function("window.viewer.frame > 130")
     page.click("#play")
     assert page.evaluate("window.viewer.playing") is False
     stopped = frame(page)
+    page.evaluate("const s = document.getElementById('speed'); s.value = 1; s.dispatchEvent(new Event('input'))")
     page.click("#back")
     page.wait_for_function("window.viewer.frame < %d && window.viewer.frame > 0" % (stopped - 20))
     page.click("#play")

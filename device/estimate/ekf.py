@@ -86,9 +86,22 @@ class JointEKF:
     # -- the filter -------------------------------------------------------------------------------
     def predict(self):
         # x- = f(x+) ; P- = A P A' + Q
-        self.x, A, Q = self.process.predict(self.x, self.lin)
-        self.P = A @ self.P @ A.T + Q
-        self.lin = self.process.linearise(self.x)
+        x_old = self.x
+        try:
+            self.x, A, Q = self.process.predict(self.x, self.lin)
+            self.P = A @ self.P @ A.T + Q
+            if not (np.all(np.isfinite(self.x)) and np.all(np.isfinite(self.P))):
+                raise np.linalg.LinAlgError("non-finite prediction")
+            self.lin = self.process.linearise(self.x)
+        except np.linalg.LinAlgError:
+            self._recover(x_old)
+
+    def _recover(self, x_old):
+        """The state left the model's domain (diverged): restart at the last angles, at rest."""
+        self.failures += 1
+        q = np.where(np.isfinite(x_old[:self.n]), x_old[:self.n], self.model.to_si(self.skeleton.home))
+        q = np.clip(q, self.lo_si, self.hi_si)
+        self.initialise(self.model.from_si(q), t_s=self.t_s)
 
     def update(self, obs):
         z, h, H, r = self.meas.linearise(self.lin, obs, self.nx)
@@ -111,7 +124,11 @@ class JointEKF:
             # K = P H' S^-1
             K = cho_solve(c, PHT.T, check_finite=False).T
             # x = x + K y
-            self.x = self.x + K @ y
+            x_new = self.x + K @ y
+            if not np.all(np.isfinite(x_new)):
+                self._recover(self.x)
+                return
+            self.x = x_new
             self.nis = float(y @ cho_solve(c, y, check_finite=False))
             # P = (I - K H) P (I - K H)' + K R K'
             IKH = np.eye(self.nx) - K @ H

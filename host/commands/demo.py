@@ -42,6 +42,9 @@ def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, est
     from host.demo.pipeline import run_pipeline
     if not (0 < seconds <= 600) or not (1 <= rate_hz <= 200) or not (0 <= faults < 0.5):
         raise ValueError("demo: need 0 < --seconds <= 600, 1 <= --rate <= 200, 0 <= --faults < 0.5")
+    from device.estimate.estimators import KINDS
+    if estimator not in ("orient",) + tuple(KINDS):
+        raise ValueError("demo: --estimator must be one of orient, %s" % ", ".join(KINDS))
     if clip is not None and not os.path.isfile(clip):
         raise FileNotFoundError(2, "No such file or directory", clip)
     vanish = []

@@ -19,6 +19,7 @@ truth against which a receiver's delivered frames are checked.
 import os
 import random
 import select
+import time
 import tty
 
 from protocol import packets as pk, staffheader
@@ -144,6 +145,7 @@ class Streamer:
         self.enc.seq = 0
         self.sent = {}                  # (seq, time_us) -> codes of every FRAME encoded
         self.keys = []                  # (seq, time_us) of frame k, in capture order
+        self.written_at = {}            # (seq, time_us) -> perf_counter when its bytes left
         self.frames = 0                 # frames handed to the port without an error
         self.write_errors = 0
         self.bytes_written = 0
@@ -176,6 +178,7 @@ class Streamer:
         self.link.write(data)
         self._need_header = False
         self.last_written = len(data)
+        self.written_at[(seq, t_us)] = time.perf_counter()
         self.bytes_written += len(data)
         self.frames += 1
 

@@ -162,14 +162,16 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     link.close()
     # latency: sensor sample -> servo bytes written, minus the simulator's own time in the read
     lat = []
+    lat_robot = []                  # from the unit's write to the servo bytes (the robot end)
     keys = streamer.keys
     for k, key in enumerate(keys):
         w = relay.frame_written_at.get(key)
         if w is not None and k in read_start:
             lat.append((w - read_start[k] - (sim_s[k] if k < len(sim_s) else 0.0)) * 1000.0)
+            lat_robot.append((w - streamer.written_at[key]) * 1000.0)
     return {"unit": unit, "loop": loop, "relay": relay, "streamer": streamer, "emulator": emu,
             "robot": robot, "record": rec_path, "values": np.array(values), "keys": keys,
-            "latency_ms": lat, "estimator": estimator, "notes": notes, "frames_planned": nframes}
+            "latency_ms": lat, "latency_robot_ms": lat_robot, "estimator": estimator, "notes": notes, "frames_planned": nframes}
 
 
 def _root_dofs(skeleton):

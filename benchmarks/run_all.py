@@ -1,0 +1,223 @@
+"""One results table: run every benchmark script and the demo, write docs/results.md.
+
+    .venv/bin/python benchmarks/run_all.py            # full runs (tens of minutes)
+    .venv/bin/python benchmarks/run_all.py --quick    # each script's quick mode (a few minutes)
+    .venv/bin/python benchmarks/run_all.py --only link,demo --out /tmp/results.md
+
+Each script (benchmarks/<name>.py, whichever exist) runs in its own process with one BLAS
+thread and a timeout; its tables (anchors measured side by side, in the same run) go into the
+page verbatim, a failure or timeout as a one-line note. The demo runs twice - clean, and with a
+damaged link (0.5% of bytes, port unplugged for 1 s) - and its figures head the page beside
+their goals and anchors. The page starts with the date and the machine (CPU model, cores,
+Python, numpy, scipy).
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# name -> (full argv, quick argv, full timeout s, quick timeout s)
+SCRIPTS = [
+    ("compression", [], ["--quick"], 1800, 600),
+    ("link", [], ["--quick"], 1200, 300),
+    ("estimation", [], ["--seconds", "3"], 2400, 900),
+    ("capture", [], ["--quick"], 1200, 400),
+    ("editing", [], ["--minutes", "10", "--repeat", "1"], 600, 200),
+    ("gestures", [], [], 900, 400),
+    ("micropython", [], [], 900, 400),
+    ("kinematics", [], ["600"], 600, 200),
+]
+
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import numpy
+    import scipy
+    aff = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu, "cores": os.cpu_count(), "cores_usable": aff,
+            "os": "%s %s" % (platform.system(), platform.release()),
+            "python": platform.python_version(), "numpy": numpy.__version__, "scipy": scipy.__version__,
+            "load_avg": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+
+
+def _env():
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_script(name, argv, timeout_s, scratch):
+    """(markdown text, status, seconds) of one benchmark script."""
+    path = os.path.join(REPO, "benchmarks", name + ".py")
+    if name == "compression":                 # keep its own docs page untouched: write to scratch
+        argv = argv + ["--out", os.path.join(scratch, "compression.md")]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, path] + argv, capture_output=True, text=True,
+                           timeout=timeout_s, cwd=REPO, env=_env())
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return out, "timed out after %d s (partial output above)" % timeout_s, time.perf_counter() - t0
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        tail = [ln for ln in p.stderr.strip().splitlines() if ln.strip()][-1:] or ["(no stderr)"]
+        return p.stdout, "failed (exit %d): %s" % (p.returncode, tail[0][:300]), dt
+    return p.stdout, "ok", dt
+
+
+def run_demo(scratch, extra, timeout_s):
+    out = os.path.join(scratch, "demo" + ("-faults" if extra else ""))
+    cmd = [sys.executable, "-m", "host.cli", "demo", "--json", "--out", out] + extra
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=REPO, env=_env())
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %d s" % timeout_s, time.perf_counter() - t0
+    if p.returncode != 0:
+        return None, "failed (exit %d): %s" % (p.returncode, p.stderr.strip()[-300:]), time.perf_counter() - t0
+    return json.loads(p.stdout.strip().splitlines()[-1]), "ok", time.perf_counter() - t0
+
+
+def _v(x, fmt="%.2f"):
+    return "null (not measured)" if x is None else (fmt % x if isinstance(x, float) else str(x))
+
+
+def demo_table(d, f):
+    """Headline rows: figure | measured | anchor (same run) | goal."""
+    b = d["bytes_per_frame_detail"]
+    rows = [
+        ("joint-angle RMS error vs truth, recorded 8-bit staff (deg)", _v(d["rms_deg"]),
+         "8-bit quantisation alone: %s" % _v(d.get("rms_quantisation_deg")), "<= 2"),
+        ("  same, live estimate / after despike + 6 Hz smooth (deg)",
+         "%s / %s" % (_v(d["rms_live_deg"]), _v(d["rms_edited_deg"])), "", ""),
+        ("  root orientation, geodesic (deg)", _v(d.get("rms_root_orientation_deg")), "", ""),
+        ("latency sensor sample -> servo bytes, median (ms, processing)", _v(d["latency_p50_ms"]),
+         "frame period %.1f ms" % (1000.0 / d["rate_hz"]), ""),
+        ("latency sensor sample -> servo bytes, p99 (ms, processing)", _v(d["latency_p99_ms"]),
+         "frame period %.1f ms" % (1000.0 / d["rate_hz"]), "< 10"),
+        ("  of which the unit's work (read, estimate, encode, record, stream), p99 / robot end p99",
+         "%s / %s" % (_v(d.get("unit_busy_p99_ms")), _v(d.get("latency_robot_end_p99_ms"))), "", ""),
+        ("frames captured / streamed / delivered to the robot",
+         "%d / %d / %d" % (d["frames_captured"], d["frames_streamed"], d["frames_delivered"]), "", "all"),
+        ("bytes per frame on the link (FRAME packet, %d rows)" % d["rows"], _v(b["link_frame_packet"]),
+         "raw codes %d, float32 %d" % (b["raw_codes"], 4 * d["rows"]), ""),
+        ("bytes per frame: container / Maestro commands", "%s / %s" % (_v(b["container"]), _v(b["maestro"])),
+         "", ""),
+        ("demo wall time (s)", _v(d["timings_s"]["total_s"], "%.1f"), "", "< 60"),
+    ]
+    if f is not None:
+        r = f["link"]["relay"]
+        rows += [
+            ("damaged link (0.5% bytes, 1 s unplugged): corrupted frames delivered",
+             str(f["corrupted_frames_delivered"]), "frames damaged or lost: %d of %d streamed"
+             % (f["frames_streamed"] - f["frames_delivered"], f["frames_streamed"]), "0"),
+            ("  servo commands equal to the limiter's output",
+             "%d of %d" % (f["checks"]["servo_commands_checked"] - f["checks"]["servo_commands_mismatched"],
+                           f["servo_commands"]), "", "all"),
+            ("  errors counted: decoder drops / failed writes / failsafe engaged, released",
+             "%d / %d / %d, %d" % (r["decoder_dropped"], f["link"]["write_errors"], r["failsafe_engaged"],
+                                   r["failsafe_released"]), "", ""),
+        ]
+    lines = ["| figure | measured | anchor (same run) | goal |", "|---|---|---|---|"]
+    lines += ["| %s | %s | %s | %s |" % r for r in rows]
+    return "\n".join(lines)
+
+
+def robustness(timeout_s):
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"] + sorted(
+        os.path.join("tests", n) for n in os.listdir(os.path.join(REPO, "tests"))
+        if n.startswith("test_e2e_") and n.endswith(".py"))
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=REPO, env=_env())
+    except subprocess.TimeoutExpired:
+        return "timed out after %d s" % timeout_s
+    lines = [ln for ln in p.stdout.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "no output (exit %d)" % p.returncode
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="each script's quick mode")
+    ap.add_argument("--only", help="comma-separated: script names, demo, robustness")
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "results.md"))
+    a = ap.parse_args(argv)
+    only = set(a.only.split(",")) if a.only else None
+    want = lambda n: only is None or n in only
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    m = machine()
+    scratch = tempfile.mkdtemp(prefix="motionstaff-results-")
+    parts, index = [], []
+    demo = faults = None
+    if want("demo"):
+        print("demo ...", file=sys.stderr, flush=True)
+        demo, st, dt = run_demo(scratch, [], 300)
+        index.append(("demo", st, dt))
+        faults, st2, dt2 = run_demo(scratch, ["--faults", "0.005", "--unplug", "5:6", "--no-render"], 300)
+        index.append(("demo --faults 0.005 --unplug 5:6", st2, dt2))
+    rob = None
+    if want("robustness"):
+        print("robustness tests ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        rob = robustness(600)
+        index.append(("tests/test_e2e_*.py", rob, time.perf_counter() - t0))
+    for name, full, quick, t_full, t_quick in SCRIPTS:
+        if not want(name) or not os.path.exists(os.path.join(REPO, "benchmarks", name + ".py")):
+            continue
+        argv_s = quick if a.quick else full
+        print("benchmarks/%s.py %s ..." % (name, " ".join(argv_s)), file=sys.stderr, flush=True)
+        text, st, dt = run_script(name, argv_s, t_quick if a.quick else t_full, scratch)
+        index.append(("benchmarks/%s.py %s" % (name, " ".join(argv_s)), st, dt))
+        body = text.strip() or "(no output)"
+        if not any(ln.startswith("|") for ln in body.splitlines()):
+            body = "```text\n%s\n```" % body              # a plain-text table: keep its columns
+        parts.append("## benchmarks/%s.py %s\n\n%s\n\n%s\n" % (
+            name, " ".join(argv_s), "" if st == "ok" else "**%s**" % st, body))
+    out = ["# motionstaff results", "",
+           "Written by `benchmarks/run_all.py%s` on %s. Every anchor below was measured in the same "
+           "run, on the same machine, as the figure beside it." % (" --quick" if a.quick else "", started), "",
+           "Machine: %s, %d cores (%s usable), %s, Python %s, numpy %s, scipy %s; load average at "
+           "start %s (a shared machine: timings are upper bounds)." % (
+               m["cpu"], m["cores"], m["cores_usable"], m["os"], m["python"], m["numpy"], m["scipy"],
+               m["load_avg"]), ""]
+    if want("demo"):
+        out += ["## The main job: `motionstaff demo`", ""]
+        if demo is None:
+            out += ["**demo: %s**" % index[0][1], ""]
+        else:
+            out += ["%s, %g s of motion at %g Hz, %d rows, %d IMUs%s, estimator `%s`, robot `%s`." % (
+                os.path.basename(demo["clip"]), demo["seconds_of_motion"], demo["rate_hz"], demo["rows"],
+                demo["imus"], " + camera markers" if demo["camera"] else "", demo["estimator"], demo["robot"]),
+                "", demo_table(demo, faults), ""]
+            for k, v in sorted(demo["not_measured"].items()):
+                out.append("* not measured / note (%s): %s" % (k, v))
+            out += ["", "<details><summary>demo report (JSON)</summary>", "", "```json",
+                    json.dumps(demo, indent=1, default=str), "```", "</details>", ""]
+    if rob is not None:
+        out += ["## Robustness (tests/test_e2e_*.py)", "",
+                "corrupted link, power cut at 50 moments, IMU outage, bad and mutated files: `%s`" % rob, ""]
+    out += ["## Runs", "", "| run | status | seconds |", "|---|---|---|"]
+    out += ["| %s | %s | %.1f |" % (n, s, t) for n, s, t in index]
+    out += [""] + parts
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("wrote %s" % a.out, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
