@@ -7,7 +7,7 @@
 
 Any rotation order, 0 to 6 channels on any joint, End Sites, CRLF/LF/mixed line endings,
 tabs. Rotations are degrees (rows wrap); positions stay in the file's units, guessed from the
-body's height ("m" if under 3 units tall, else "cm"; CMU files are "cm" by this rule) unless
+body's height ("m" if under 3 units tall, "cmu" = 1/0.45 inch for CMU-named skeletons, else "cm") unless
 `units=` says otherwise. The derived skeleton (host/bvhskeleton.py) is the hierarchy in metres.
 Malformed input raises FormatError naming the file and line.
 """
@@ -221,7 +221,8 @@ def _isfloat(s):
 
 
 def guess_units(joints):
-    """'m' if the rest pose is under 3 units tall (vertical extent), else 'cm'."""
+    """'m' if the rest pose is under 3 units tall (vertical extent); 'cmu' (the CMU database's
+    1/0.45 inch) for a CMU-named skeleton 15 to 50 units tall; else 'cm'."""
     pos = np.zeros((len(joints), 3))
     pts = []
     for i, j in enumerate(joints):
@@ -230,7 +231,12 @@ def guess_units(joints):
         pts.extend(pos[i] + e for e in j.end_sites)
     pts = np.array(pts)
     extent = float((pts.max(axis=0) - pts.min(axis=0)).max()) if len(pts) else 0.0
-    return "m" if extent < 3.0 else "cm"
+    if extent < 3.0:
+        return "m"
+    names = {j.name for j in joints}
+    if 15.0 <= extent <= 50.0 and ("LHipJoint" in names or "lowerback" in names):
+        return "cmu"
+    return "cm"
 
 
 def read_bvh(path, ranges="fit", bits=8, units=None, skeleton=None):

@@ -16,7 +16,7 @@ from protocol.errors import FormatError
 FORMAT = "motionstaff"
 VERSION = 1
 KEYWORD = "motionstaff"
-UNITS = ("deg", "rad", "m", "cm", "mm", "in", "")
+UNITS = ("deg", "rad", "m", "cm", "mm", "in", "cmu", "")
 
 
 def make(rows, fps=30.0, bits=8, frames=0, skeleton=None, source="", captured=""):

@@ -2,6 +2,8 @@
 error through forward kinematics), any channel layout, line endings, and malformed files."""
 
 import numpy as np
+
+from device.body.skeleton import LENGTH_UNITS
 import pytest
 from scipy.spatial.transform import Rotation
 
@@ -65,7 +67,7 @@ def test_derived_skeleton(shared_data):
     assert "LeftToe_End" in sk.link_names
     assert list(sk.gravity) == [0.0, -9.81, 0.0]
     assert sk.total_mass == pytest.approx(75.0, rel=1e-4)
-    assert st.rows[0].unit == "cm" and st.rows[3].unit == "deg" and st.rows[3].wrap
+    assert st.rows[0].unit == "cmu" and st.rows[3].unit == "deg" and st.rows[3].wrap
     assert st.fps == 120.0
 
 
@@ -100,7 +102,7 @@ def test_kinematics_of_the_derived_skeleton_match_a_textbook_bvh_oracle(shared_d
     st = read_bvh(path)
     pose = forward_kinematics(st.skeleton, st.values.T[::97])
     for k, f in enumerate(range(0, raw.shape[0], 97)):
-        want = _oracle_positions(joints, raw[f], 0.01)
+        want = _oracle_positions(joints, raw[f], LENGTH_UNITS[st.rows[0].unit])
         got = pose.link_pos_m[k, :len(joints)]
         assert np.allclose(got, want, atol=1e-9)
 
@@ -209,7 +211,7 @@ def test_exported_bvh_reads_in_an_independent_parser(shared_data, tmp_path, name
         layout = h.layout()
         assert len(layout) == len([n for n in names if not n.endswith("_End")])
         for joint, _, _ in layout:
-            got = np.array(joint.PositionWorld) * 0.01
+            got = np.array(joint.PositionWorld) * LENGTH_UNITS[st.rows[0].unit]
             assert np.allclose(got, want[names.index(joint.Name)], atol=2e-6)   # bvhio uses float32
 
 

@@ -21,7 +21,9 @@ from protocol.errors import FormatError
 FORMAT = "motionstaff-skeleton"
 VERSION = 1
 ROTATION_UNITS = {"deg": math.pi / 180.0, "rad": 1.0}
-LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254}
+# "cmu": the CMU motion capture database's ASF length unit (":length 0.45" = 1/0.45 inch), which
+# its BVH conversions keep
+LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "cmu": 0.0254 / 0.45}
 FEATURE_KINDS = ("marker", "imu")
 
 

@@ -78,7 +78,7 @@ class TorqueProcess:
 
     def __init__(self, model, dt_s, integrator="rk4", accel_sigma_rad_s2=60.0, tau_sigma=None,
                  q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic", damping=0.05, h_tau_only=True,
-                 light_inertia=0.05):
+                 light_inertia=0.05, trans_accel_sigma_m_s2=30.0, trans_qd_sigma_m_s=0.2):
         if integrator not in ("rk4", "euler"):
             raise ValueError("integrator must be 'rk4' or 'euler', not %r" % (integrator,))
         if jacobian not in ("analytic", "fd"):
@@ -98,10 +98,14 @@ class TorqueProcess:
         kin0 = model.kinematics(model.to_si(model.skeleton.home))
         mjj = np.diag(model.mass_matrix(kin0)) + model.armature
         widen = np.sqrt(np.maximum(1.0, light_inertia / np.maximum(mjj, 1e-9))) if light_inertia else 1.0
-        self.accel_var = (np.broadcast_to(np.asarray(accel_sigma_rad_s2, float), (n,)) * widen) ** 2
+        sig = np.broadcast_to(np.asarray(accel_sigma_rad_s2, float), (n,)) * widen
+        # translations (a floating root): a body's centre of mass does not accelerate like a wrist
+        sig = np.where(model.is_rot, sig, trans_accel_sigma_m_s2)
+        self.accel_var = sig ** 2
         self.tau_var = None if tau_sigma is None else np.broadcast_to(np.asarray(tau_sigma, float) ** 2, (n,))
         f = 1.0 if integrator == "rk4" else 10.0
-        self.q_var = np.concatenate([np.full(n, (f * q_sigma) ** 2), np.full(n, (f * qd_sigma) ** 2)])
+        qd_s = np.where(model.is_rot, f * qd_sigma, f * trans_qd_sigma_m_s)
+        self.q_var = np.concatenate([np.full(n, (f * q_sigma) ** 2), qd_s ** 2])
 
     def torque_cov(self, M, accel_var):
         """M diag(accel_var) M, with M + diag(armature): the torque covariance of accelerations."""
