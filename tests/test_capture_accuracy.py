@@ -42,6 +42,13 @@ def test_human_model_within_2_deg(body):
     assert rms <= 2.0, rms
 
 
+def test_gyro_accel_chips_through_the_fifo_within_2_deg():
+    """MPU-6050s read through their FIFO at 250 Hz, a Mahony filter per sensor (human model)."""
+    rms, unit, _ = _run(default_config(body="human", chip="mpu6050"), seconds=5.0)
+    assert all(s.driver.fifo_rate_hz == 250.0 for s in unit.slots)
+    assert rms <= 2.0, rms
+
+
 def test_estimate_survives_dropouts_and_an_outage():
     cfg = default_config()
     cfg["subject"]["noise"] = {"dropout": 0.02}
@@ -76,3 +83,19 @@ def test_codes_match_the_codec():
     loop.run(frames=60)
     v, c = got[-1]
     assert c == staffcodec.encode_column(v, loop.los, loop.his, 8)
+
+
+def test_camera_markers_give_the_root_position():
+    """human-floating + the simulated camera: the root's position from 2D markers (one camera)."""
+    unit = build_unit(default_config(body="human-floating", camera=True))
+    loop = CaptureLoop(unit, truth=True)
+    est = []
+    loop.outputs.append(lambda k, t, v, c: est.append([np.nan if x is None else x for x in v]))
+    loop.run(duration_s=3.0)
+    est, truth = np.array(est), loop.truth_values()
+    tr = [unit.skeleton.dof_index(n) for n in ("root_tx", "root_ty", "root_tz")]
+    d = est[40:, tr] - truth[40:, tr]
+    assert not np.isnan(d).any()
+    assert np.sqrt(np.mean(d ** 2)) < 0.02
+    found = [v for v in unit.markers2d.values() if v is not None]
+    assert len(found) >= 30

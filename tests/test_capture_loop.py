@@ -98,8 +98,9 @@ def test_status_reports_sensors_rate_health():
     assert "busy" in loop.stats.table()
 
 
-def test_raw_log_replays_to_the_same_estimate(tmp_path):
-    unit = build_unit(default_config(body="human"))
+@pytest.mark.parametrize("chip", ["bno055", "mpu6050"])
+def test_raw_log_replays_to_the_same_estimate(tmp_path, chip):
+    unit = build_unit(default_config(body="human", chip=chip))
     raw = RawLogWriter(str(tmp_path / "raw.jsonl"), unit)
     loop = CaptureLoop(unit, raw_log=raw)
     a = []

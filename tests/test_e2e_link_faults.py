@@ -21,7 +21,7 @@ def test_clean_link_delivers_every_frame_exactly(tmp_path):
     n = cap["loop"].frame_index
     assert n == cap["frames_planned"]
     assert cap["streamer"].frames == n and cap["relay"].counts["frames"] == n
-    assert c["corrupted_frames_delivered"] == 0
+    assert c["corrupted_frames_delivered"] == 0 and c["limiter_replay_mismatched"] == 0
     assert c["servo_commands_mismatched"] == 0 and c["servo_commands_checked"] > n
     assert c["servo_commands_out_of_limits"] == 0
     assert cap["relay"].decoder.dropped() == 0
@@ -36,6 +36,8 @@ def test_damaged_link_never_moves_a_servo_with_a_corrupted_frame(tmp_path, seed,
     # nothing corrupted acted on; the controller got exactly what the limiter produced
     assert c["corrupted_frames_delivered"] == 0
     assert c["servo_commands_mismatched"] == 0 and c["servo_commands_out_of_limits"] == 0
+    # and what it produced is what a fresh limiter makes of the frames the UNIT sent
+    assert c["limiter_replay_mismatched"] == 0 and c["frames_checked"] == relay.counts["frames"]
     # the faults happened, and were seen
     for kind in ("bit_flips", "dropped_bytes", "garbage_bytes", "vanished_writes"):
         assert faults.counts[kind] > 0, kind
@@ -60,5 +62,6 @@ def test_garbage_only_link_moves_nothing(tmp_path):
     cap = _run(tmp_path, faults, seconds=1.0)
     c = link_checks(cap)
     assert c["corrupted_frames_delivered"] == 0 and c["servo_commands_mismatched"] == 0
+    assert c["limiter_replay_mismatched"] == 0
     assert cap["relay"].decoder.dropped() > 50
     assert 0 < cap["relay"].counts["frames"] < 20          # only the clean first 0.3 s

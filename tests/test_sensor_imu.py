@@ -151,3 +151,56 @@ def test_slot_never_started_sensor_joins_later():
     chip.truth = lambda: {"gyro_rad_s": (0, 0, 0), "accel_m_s2": (0, 0, 9.8), "quat_wxyz": (1, 0, 0, 0)}
     got = [slot.sample() for _ in range(10)]
     assert got[-1] is not None and slot.rejoins == 0
+
+
+def test_mpu6050_fifo_records_count_overflow_and_reset():
+    bus = SimI2C()
+    chip = bus.attach(0x68, SimMPU6050())
+    chip.truth = lambda: ((0, 0, 0), (0, 0, 9.8), 25.0)
+    imu = MPU6050(bus, fifo_rate_hz=200, accel_range_g=4, gyro_range_dps=500).init()
+    assert imu.fifo_rate_hz == 200.0 and chip.sample_rate_hz() == 200.0
+    assert chip.regs[0x23] == 0x78 and chip.regs[0x6A] == 0x40 and chip.regs[0x19] == 4
+    samples = [((0.01 * k, -0.02 * k, 0.5), (0.1 * k, 0.0, 9.8)) for k in range(20)]
+    chip.push_samples(samples)
+    cnt = bytearray(2)
+    bus.readfrom_mem_into(0x68, 0x72, cnt)
+    assert cnt[0] << 8 | cnt[1] == 240
+    got = imu.read()[3]
+    assert len(got) == 20
+    for (g, a), (gt, at) in zip(got, samples):
+        assert max(abs(x - y) for x, y in zip(g, gt)) <= math.radians(1) / 65.5 / 2 + 1e-12
+        assert max(abs(x - y) for x, y in zip(a, at)) <= 9.80665 / 8192 / 2 + 1e-12
+    assert imu.read()[3] == []
+    chip.push_samples(samples * 5)                  # 1200 bytes: the oldest are dropped
+    assert len(chip.fifo) == 1024 and chip.regs[0x3A] & 0x10
+    assert imu.read()[3] == [] and imu.overflows == 1 and len(chip.fifo) == 0
+    chip.push_samples(samples[:3])
+    assert len(imu.read()[3]) == 3
+    MPU6050(bus).init()                              # without FIFO mode nothing is queued
+    chip.push_samples(samples)
+    assert len(chip.fifo) == 0
+
+
+def test_golden_init_transactions():
+    """The exact register traffic of each driver's init (datasheet order), as a golden list."""
+    bus = SimI2C()
+    bus.attach(0x68, SimMPU6050())
+    bus.attach(0x28, SimBNO055())
+    mux = bus.attach(0x70, SimTCA9548A())
+    mux.attach(1, 0x69, SimMPU6050())
+    bus.log = []
+    MPU6050(bus, accel_range_g=8, gyro_range_dps=1000, dlpf=3, fifo_rate_hz=250).init()
+    assert bus.log == [("r", 0x68, 0x75, b"\x68"), ("w", 0x68, 0x6B, b"\x80"), ("w", 0x68, 0x6B, b"\x01"),
+                       ("w", 0x68, 0x19, b"\x03"), ("w", 0x68, 0x1A, b"\x03"), ("w", 0x68, 0x1B, b"\x10"),
+                       ("w", 0x68, 0x1C, b"\x10"), ("w", 0x68, 0x6A, b"\x04"), ("w", 0x68, 0x23, b"\x78"),
+                       ("w", 0x68, 0x6A, b"\x40")]
+    bus.log = []
+    BNO055(bus, mode="IMU").init()
+    assert bus.log == [("r", 0x28, 0x00, b"\xa0"), ("w", 0x28, 0x3D, b"\x00"), ("w", 0x28, 0x3F, b"\x20"),
+                       ("w", 0x28, 0x07, b"\x00"), ("w", 0x28, 0x3B, b"\x02"), ("w", 0x28, 0x3D, b"\x08")]
+    bus.log = []
+    tca = TCA9548A(bus)
+    ch = tca.channel(1)
+    MPU6050(ch).read_raw()
+    MPU6050(ch).read_raw()                          # the selection is cached: one mux write
+    assert [e for e in bus.log if e[1] == 0x70] == [("w", 0x70, None, b"\x02")]

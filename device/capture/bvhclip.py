@@ -5,7 +5,8 @@
     clip.skeleton.dof_names[:4]              # ['Hips.Xposition', 'Hips.Yposition', ...]
 
 Naming follows host/bvh.py: one link per ROOT/JOINT, End Sites as links `<Parent>_End`, one dof
-per channel named `<Joint>.<Channel>`. Rotations stay in degrees. Positions are converted to
+per channel named `<Joint>.<Channel>`; a position channel replaces the OFFSET along its axis
+(as in Blender, bvhio and host/bvh.py). Rotations stay in degrees. Positions are converted to
 metres (dof unit "m") with a scale guessed from the body's height in the rest pose (a standing
 adult is taken as ~1.7 m tall), because BVH files do not state their unit. BVH is Y-up, so the
 skeleton's gravity is (0, -9.81, 0). Every link with dofs carries one IMU feature (`<link>_imu`)
@@ -35,6 +36,30 @@ class Clip:
     @property
     def duration_s(self):
         return self.frames * self.frame_time_s
+
+
+def canonical_euler(skeleton, values):
+    """The same motion with each joint's three rotation angles (distinct orthogonal axes) in
+    the canonical triple: of (a, b, c) and (a+180, 180-b, c+180) the one with |b| <= 90 deg.
+    Mocap exports switch between the two near b = 90 deg; the estimator writes the canonical
+    one, so truth and estimate are the same function of the rotation."""
+    v = np.array(values, float)
+    for ln in range(len(skeleton.links)):
+        js = [j for j in skeleton.links[ln].dofs if skeleton.dofs[j].kind == "rotation"]
+        if len(js) != 3:
+            continue
+        A = np.array([skeleton.dofs[j].axis for j in js])
+        if not np.allclose(np.abs(A @ A.T), np.eye(3), atol=1e-9):
+            continue
+        if any(skeleton.dofs[j].lo > -180 or skeleton.dofs[j].hi < 180 for j in js):
+            continue                      # limited joints: the limits choose (see orient.py)
+        x = v[:, js]
+        b = (x[:, 1] + 180.0) % 360.0 - 180.0
+        flip = np.abs(b) > 90.0
+        alt = np.stack([x[:, 0] + 180.0, 180.0 - x[:, 1], x[:, 2] + 180.0], 1)
+        x[flip] = (alt[flip] + 180.0) % 360.0 - 180.0
+        v[:, js] = x
+    return v
 
 
 def load_bvh(path, metres_per_unit=None):
@@ -104,10 +129,17 @@ def parse_bvh(text, where="bvh", metres_per_unit=None):
     if not np.all(np.isfinite(raw)):
         raise FormatError("%s: motion values are not all finite" % where)
 
-    # rest-pose extent along Y (up) to guess the unit
+    # rest-pose extent along Y (up) to guess the unit (position channels of non-root joints
+    # replace their offsets: take frame 0's values for them)
     pos = np.zeros((len(joints), 3))
+    col = 0
     for k, (name, parent, off, ch) in enumerate(joints):
-        pos[k] = off + (pos[parent] if parent >= 0 else 0)
+        o = np.array(off, float)
+        for c in ch:
+            if c.endswith("position") and c[0] in "XYZ" and parent >= 0:
+                o["XYZ".index(c[0])] = raw[0, col]
+            col += 1
+        pos[k] = o + (pos[parent] if parent >= 0 else 0)
     if metres_per_unit is None:
         extent = float(pos[:, 1].max() - pos[:, 1].min())
         metres_per_unit = 1.7 / extent if extent > 0 else 0.01
@@ -117,6 +149,10 @@ def parse_bvh(text, where="bvh", metres_per_unit=None):
     col = 0
     scale_cols = []
     for k, (name, parent, off, ch) in enumerate(joints):
+        off = np.array(off, float)
+        for c in ch:
+            if c.endswith("position") and c[0] in "XYZ":
+                off["XYZ".index(c[0])] = 0.0      # a position channel replaces OFFSET (Blender, bvhio)
         links.append(Link(name, parent, off * s, 1.0 if ch else 0.0))
         for c in ch:
             axis = _AXES.get(c[0])

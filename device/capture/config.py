@@ -14,7 +14,8 @@
      "sensors": [{"name": "l_thigh_imu", "chip": "bno055" | "mpu6050" | "mpu9250",
                   "bus": "main", "addr": 40, "mux": {"addr": 112, "channel": 0} | null,
                   "link": "l_thigh", "position": [x, y, z], "mount_rpy_deg": [r, p, y]}],
-     "camera": null | {"url": "sim-cam://", "calibration": {...}},
+     "camera": null | {"url": "sim-cam://", "calibration": {...} | "camera.json"},
+     "replay": null | "replay:raw.jsonl",       # sensors from a raw log / x-io CSV / BROAD .mat
      "outputs": [{"kind": "packets", "url": "loop://"}, ...]}
 
 subject null means real hardware. The sensor list of default_config() places one IMU on every

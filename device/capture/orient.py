@@ -21,9 +21,11 @@ from device.capture.rot import axis_rot, exp_so3, log_so3, quat_to_mat
 
 
 class OrientEstimator:
-    def __init__(self, skeleton, dt_s, imu_links=None, mounts=None, iters=4, mahony_kp=1.0):
+    def __init__(self, skeleton, dt_s, imu_links=None, mounts=None, iters=4, mahony_kp=1.0,
+                 sample_dt_s=None):
         self.sk = skeleton
         self.dt_s = dt_s
+        self.sample_dt_s = sample_dt_s      # FIFO sample period (gyro/accel chips), if any
         self.iters = iters
         self.kp = mahony_kp
         self.imu_links = dict(imu_links or {})           # feature name -> link index
@@ -37,6 +39,10 @@ class OrientEstimator:
         rot = [j for j, d in enumerate(skeleton.dofs) if d.kind == "rotation"]
         self._trans = np.array([j for j, d in enumerate(skeleton.dofs) if d.kind != "rotation"], int)
         self._scale = skeleton.scales
+        root = [i for i, ln in enumerate(skeleton.links) if ln.parent < 0][0]
+        self._root_trans = np.array([j for j in skeleton.links[root].dofs
+                                     if skeleton.dofs[j].kind != "rotation"], int)
+        self._feat_index = {f.name: k for k, f in enumerate(skeleton.features) if f.kind == "marker"}
         # link -> its rotation dofs in order; links grouped by count for batched Gauss-Newton
         self.link_rot = {}
         for i, ln in enumerate(skeleton.links):
@@ -63,7 +69,7 @@ class OrientEstimator:
         self.q = np.array(q0, float)
 
     # -- segment orientations ---------------------------------------------------------------
-    def _sensor_world(self, name, reading, orient):
+    def _sensor_world(self, name, reading, orient, samples=None):
         """R_world_sensor for one sensor, or None."""
         if name in orient and orient[name] is not None:
             q = np.asarray(orient[name], float)
@@ -76,12 +82,19 @@ class OrientEstimator:
         R = self._ahrs.get(name)
         if R is None:
             return None
-        w = gyro - self.gyro_bias.get(name, 0.0)
-        n = np.linalg.norm(accel)
-        if n > 1e-6:
-            # Mahony: e = a_hat x (R^T up); w' = w + kp e
-            w = w + self.kp * np.cross(accel / n, R.T @ self.up)
-        R = R @ exp_so3(w * self.dt_s)
+        if samples and self.sample_dt_s:
+            seq, dt = samples, self.sample_dt_s
+        else:
+            seq, dt = [(gyro, accel)], self.dt_s
+        bias = self.gyro_bias.get(name, 0.0)
+        for g, a in seq:
+            w = np.asarray(g, float) - bias
+            a = np.asarray(a, float)
+            n = np.linalg.norm(a)
+            if n > 1e-6:
+                # Mahony: e = a_hat x (R^T up); w' = w + kp e
+                w = w + self.kp * np.cross(a / n, R.T @ self.up)
+            R = R @ exp_so3(w * dt)
         self._ahrs[name] = R
         return R
 
@@ -99,11 +112,12 @@ class OrientEstimator:
     def step(self, obs):
         imu = getattr(obs, "imu", None) or {}
         orient = getattr(obs, "orient", None) or {}
+        samples = getattr(obs, "samples", None) or {}
         Rw = {}
         for name, i in self.imu_links.items():
             if self.sensor_of.get(i) != name:
                 continue
-            Rs = self._sensor_world(name, imu.get(name), orient)
+            Rs = self._sensor_world(name, imu.get(name), orient, samples.get(name))
             if Rs is not None:
                 Rw[i] = Rs @ self.mounts.get(name, np.eye(3)).T
         observed = [i for i in self.link_rot if i in Rw]
@@ -130,9 +144,48 @@ class OrientEstimator:
             else:
                 self._solve(key, items)
         out = self.q.copy()
+        root_ok = self._solve_root(obs)
         if len(self._trans):
             out[self._trans] = np.nan
+        if root_ok:
+            out[self._root_trans] = self.q[self._root_trans]
         return out
+
+    def _solve_root(self, obs, iters=5):
+        """Root position from the camera's 2D markers, the body's pose being known from the IMUs:
+        min over d of sum |project(p_i + d) - uv_i|^2 (Gauss-Newton, 3 unknowns; the root's
+        translation dofs move the whole body along world axes). False if not enough markers."""
+        m2 = getattr(obs, "markers2d", None) or {}
+        cam = getattr(obs, "camera", None)
+        if cam is None or not len(self._root_trans) or not hasattr(cam, "project"):
+            return False
+        names = [n for n, v in m2.items() if v is not None and n in self._feat_index]
+        if len(names) < 3:
+            return False
+        from device.body.kinematics import forward_kinematics
+        q = self.q.copy()
+        pose = forward_kinematics(self.sk, q)
+        P = pose.feature_pos_m[[self._feat_index[n] for n in names]]
+        uv = np.array([m2[n] for n in names], float)
+        axes = np.array([self.sk.dofs[j].axis * self.sk.dofs[j].scale for j in self._root_trans])
+        d = np.zeros(len(self._root_trans))
+        eps = 1e-4
+        for _ in range(iters):
+            base = P + d @ axes
+            r = (cam.project(base)[0] - uv).ravel()
+            J = np.empty((r.size, len(d)))
+            for k in range(len(d)):
+                J[:, k] = ((cam.project(base + eps * axes[k])[0] - uv).ravel() - r) / eps
+            # robust to a wrong match: drop residuals beyond 3x the median after the first pass
+            dd = np.linalg.lstsq(J, -r, rcond=None)[0]
+            d = d + dd
+            if np.abs(dd).max() < 1e-6:
+                break
+        res = np.abs(cam.project(P + d @ axes)[0] - uv).max()
+        if not np.isfinite(d).all() or res > 20.0:
+            return False
+        self.q[self._root_trans] = q[self._root_trans] + d
+        return True
 
     def _euler_solve(self, items):
         """R = R_a(x) R_b(y) R_c(z) with orthonormal a, b, c: in the basis M = [a; b; +-c],
@@ -181,8 +234,9 @@ class OrientEstimator:
         self.q[idx] = a / sc
 
     def _branch(self, a, axes, idx, sc):
-        """Of the two angle triples of one rotation, the one inside the dof limits, else the one
-        with |middle| <= 90 deg (what BVH exporters write), for distinct orthogonal axes."""
+        """Of the two angle triples of one rotation (distinct orthogonal axes), the one inside
+        the dof limits, else the canonical one (|middle| <= 90 deg): a function of the rotation
+        alone, so a recording and its truth agree (device.capture.bvhclip.canonical_euler)."""
         ortho = np.abs(np.einsum("gi,gi->g", axes[:, 0], axes[:, 1])) + \
             np.abs(np.einsum("gi,gi->g", axes[:, 1], axes[:, 2])) + \
             np.abs(np.einsum("gi,gi->g", axes[:, 0], axes[:, 2])) < 1e-9

@@ -27,15 +27,26 @@ class PacketOutput:
         self._sent_header = False
         self._last_hb = None
         self.frames = 0
+        self.dropped = 0
+
+    def _write(self, data):
+        # the port never blocks the capture loop (write_timeout=0): what does not fit is dropped,
+        # counted, and the receiver resynchronises on the next packet delimiter
+        try:
+            n = self.port.write(data)
+        except Exception:
+            n = 0
+        if n is not None and n < len(data):
+            self.dropped += 1
 
     def __call__(self, frame_index, t_s, values, codes):
         if not self._sent_header:
-            self.port.write(self.enc.hello() + b"".join(self.enc.header(self.header)))
+            self._write(self.enc.hello() + b"".join(self.enc.header(self.header)))
             self._sent_header = True
-        self.port.write(self.enc.frame(codes, self.bits))
+        self._write(self.enc.frame(codes, self.bits))
         self.frames += 1
         if self._last_hb is None or t_s - self._last_hb >= self.heartbeat_s:
-            self.port.write(self.enc.heartbeat(int(t_s * 1000), self.frames, 0, 1))
+            self._write(self.enc.heartbeat(int(t_s * 1000), self.frames, self.dropped, 1))
             self._last_hb = t_s
 
     def close(self):
@@ -65,7 +76,7 @@ def make_output(spec, header, skeleton, rate_hz=30.0):
     if kind == "packets":
         import serial
         port = serial.serial_for_url(spec.get("url", "loop://"), baudrate=spec.get("baud", 115200),
-                                     timeout=0)
+                                     timeout=0, write_timeout=0)
         return PacketOutput(port, header, header["bits"])
     if kind == "player":
         from device.servo.drivers import open_driver

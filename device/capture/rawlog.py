@@ -8,7 +8,8 @@
 
 A raw log is JSON Lines: a header line {"format": "motionstaff-rawlog", "version": 1, "rate_hz",
 "config", "skeleton"}, then one line per frame {"k", "t", "r": {name: [gx, gy, gz, ax, ay, az,
-(qw, qx, qy, qz)] | null}} in rad/s, m/s^2. Replaying it through build_unit(..., replay=src)
+(qw, qx, qy, qz)] | null}, "s": {name: [[gx, gy, gz, ax, ay, az], ...]}} in rad/s, m/s^2
+("s": the FIFO samples of gyro/accel chips since the previous frame). Replaying it through build_unit(..., replay=src)
 reruns calibration and estimation with other settings. Recordings at another rate are resampled
 to the loop's: the gyro is averaged over each frame (the same rotation, to first order), the
 accelerometer is the last sample.
@@ -32,6 +33,7 @@ class RawLogWriter:
 
     def write(self, k, t_s, readings):
         r = {}
+        fifo = {}
         for name, v in readings.items():
             if v is None:
                 r[name] = None
@@ -40,7 +42,12 @@ class RawLogWriter:
                 if v.get("quat") is not None:
                     row += list(v["quat"])
                 r[name] = [round(float(x), 7) for x in row]
-        self.f.write(json.dumps({"k": k, "t": round(t_s, 6), "r": r}, separators=(",", ":")) + "\n")
+                if v.get("samples"):
+                    fifo[name] = [[round(float(x), 7) for x in tuple(g) + tuple(a)] for g, a in v["samples"]]
+        d = {"k": k, "t": round(t_s, 6), "r": r}
+        if fifo:
+            d["s"] = fifo
+        self.f.write(json.dumps(d, separators=(",", ":")) + "\n")
         self.f.flush()
 
     def close(self):
@@ -85,6 +92,9 @@ class JsonlReplay:
             else:
                 out[name] = {"gyro": tuple(row[0:3]), "accel": tuple(row[3:6]),
                              "quat": tuple(row[6:10]) if len(row) >= 10 else None}
+        for name, rows in d.get("s", {}).items():
+            if out.get(name) is not None:
+                out[name]["samples"] = [(tuple(x[0:3]), tuple(x[3:6])) for x in rows]
         return out
 
 

@@ -8,7 +8,8 @@
     subj.q_true(t_s)               # the TRUE joint values (dof units) for --truth
 
 The body is a skeleton moved by a clip (device.capture.bvhclip.Clip: its own BVH skeleton, so
-the truth is exactly the clip's channels, linearly interpolated) or by a function t -> q. The
+the truth is exactly the clip's rotations: its channels, each joint's triple in its canonical
+form (|middle| <= 90 deg, the same rotation), linearly interpolated) or by a function t -> q. The
 subject first stands still in the skeleton's home pose for calib_s seconds (the calibration
 pose), then blends into the motion over blend_s. Each IMU is mounted on its link with a seeded
 random misalignment (mount_error_deg) that calibration must find, and has gyro bias, bias drift
@@ -46,6 +47,7 @@ class Subject:
         self.outages = [dict(o) for o in outages]
         self.t_s = 0.0
         self._last_t = None
+        self._fifo_next = None
         g = skeleton.gravity
         self.g = g
         up = -g / np.linalg.norm(g)
@@ -73,7 +75,8 @@ class Subject:
         self._pos = np.array([r["pos"] for r in self.sensors]).reshape(-1, 3)
         self._mount = np.array([r["R_mount"] for r in self.sensors]).reshape(-1, 3, 3)
         if hasattr(motion, "values"):
-            v = np.array(motion.values, float)
+            from device.capture.bvhclip import canonical_euler
+            v = canonical_euler(skeleton, motion.values)
             rot = np.array([d.kind == "rotation" for d in skeleton.dofs])
             v[:, rot] = np.degrees(np.unwrap(np.radians(v[:, rot]), axis=0))
             self._clip_values = v
@@ -159,7 +162,38 @@ class Subject:
                           "accel_m_s2": tuple(f[k] + s["accel_bias"] + an[k]),
                           "mag_ut": tuple(mag[k] + mn[k]), "quat_wxyz": tuple(quat[k]),
                           "temp_c": 25.0}
+        self._fifo(t_s)
         self._outages(t_s)
+
+    def _fifo(self, t_s):
+        """Samples at each FIFO chip's rate since the last frame (gyro, specific force, noise)."""
+        chips = [(k, s) for k, s in enumerate(self.sensors)
+                 if getattr(s["chip_obj"], "fifo_enabled", False)]
+        if not chips:
+            self._fifo_next = None
+            return
+        rate = chips[0][1]["chip_obj"].sample_rate_hz()
+        if self._fifo_next is None:
+            self._fifo_next = t_s
+        times = np.arange(self._fifo_next, t_s + 1e-9, 1.0 / rate)
+        if len(times) == 0:
+            return
+        self._fifo_next = times[-1] + 1.0 / rate
+        n = self.noise
+        h = 0.25 / rate
+        w_all, f_all = [], []
+        for t in times:
+            R, p, _ = self._kinematics(t, h)
+            w_all.append(log_so3(np.swapaxes(R[0], 1, 2) @ R[2]) / (2 * h))
+            a = (p[2] - 2 * p[1] + p[0]) / (h * h)
+            f_all.append(np.einsum("kji,kj->ki", R[1], a - self.g[None]))
+        K = len(self.sensors)
+        gn = self.rng.normal(size=(len(times), K, 3)) * np.radians(n["gyro_noise_dps"])
+        an = self.rng.normal(size=(len(times), K, 3)) * n["accel_noise_m_s2"]
+        for k, s in chips:
+            s["chip_obj"].push_samples([(tuple(w_all[i][k] + s["gyro_bias"] + gn[i, k]),
+                                         tuple(f_all[i][k] + s["accel_bias"] + an[i, k]))
+                                        for i in range(len(times))])
 
     def _outages(self, t_s):
         for o in self.outages:

@@ -42,7 +42,8 @@ def _driver(spec, bus, muxes):
         return BNO055(bus, spec["addr"], mode=spec.get("mode", "NDOF"))
     from device.sensors.mpu6050 import MPU6050
     return MPU6050(bus, spec["addr"], accel_range_g=spec.get("accel_range_g", 8),
-                   gyro_range_dps=spec.get("gyro_range_dps", 1000))
+                   gyro_range_dps=spec.get("gyro_range_dps", 1000),
+                   fifo_rate_hz=spec.get("fifo_rate_hz", 250))
 
 
 def normalise(chip, reading):
@@ -51,16 +52,20 @@ def normalise(chip, reading):
         return None
     if chip == "bno055":
         return {"gyro": reading[0], "accel": reading[1], "quat": reading[2]}
-    return {"gyro": reading[0], "accel": reading[1], "quat": None}
+    out = {"gyro": reading[0], "accel": reading[1], "quat": None}
+    if len(reading) > 3:
+        out["samples"] = reading[3]          # the FIFO's (gyro, accel) samples since last frame
+    return out
 
 
 class Obs:
     """What the estimator sees each frame (the device.estimate Observation fields + orient)."""
 
-    __slots__ = ("t_s", "imu", "orient", "markers3d", "markers2d", "camera")
+    __slots__ = ("t_s", "imu", "orient", "samples", "markers3d", "markers2d", "camera")
 
     def __init__(self, t_s, imu, orient):
         self.t_s, self.imu, self.orient = t_s, imu, orient
+        self.samples = {}                    # name -> FIFO [(gyro_rad_s, accel_m_s2)] since last frame
         self.markers3d, self.markers2d, self.camera = {}, {}, None
 
 
@@ -128,6 +133,7 @@ class Unit:
         self.calibrated = None
         self.estimator = None
         self.last_q = sk.home.copy()
+        self.last_good_q = sk.home.copy()       # NaN-free: missing rows keep their last value
 
     def _open_camera(self, cam):
         from device.sensors.camera import CameraModel
@@ -140,6 +146,10 @@ class Unit:
             # default: 3 m in front of the subject, looking back at its middle
             up = -self.skeleton.gravity / np.linalg.norm(self.skeleton.gravity)
             centre = up * 0.9
+            if self.subject is not None:
+                from device.body.kinematics import forward_kinematics
+                root = [i for i, ln in enumerate(self.skeleton.links) if ln.parent < 0][0]
+                centre = forward_kinematics(self.skeleton, self.subject.q_true(0.0)).link_pos_m[root]
             fwd = np.array([1.0, 0, 0]) if abs(up[0]) < 0.9 else np.array([0, 0, 1.0])
             model = CameraModel.looking_at(centre + 3.0 * fwd, centre, up=up)
         url = cam.get("url", "sim-cam://")
@@ -161,9 +171,10 @@ class Unit:
         if pred:
             return pred
         from device.body.kinematics import forward_kinematics
-        q = np.where(np.isnan(self.last_q), self.skeleton.home, self.last_q)
+        q = np.where(np.isnan(self.last_q), self.last_good_q, self.last_q)
         if self.subject is not None and self.calibrated is None:
             q = self.subject.q_true(self.subject.t_s)   # the calibration pose is known
+            self.last_good_q = q.copy()
         pose = forward_kinematics(self.skeleton, q)
         names = [f.name for f in self.skeleton.features]
         idx = [names.index(n) for n in self._marker_names]
@@ -204,6 +215,7 @@ class Unit:
             return q
         imu = {}
         orient = {}
+        samples = {}
         for name, r in readings.items():
             if r is None:
                 imu[name] = None
@@ -211,16 +223,25 @@ class Unit:
             imu[name] = (np.asarray(r["gyro"]), np.asarray(r["accel"]))
             if r.get("quat") is not None:
                 orient[name] = r["quat"]
+            if r.get("samples"):
+                samples[name] = r["samples"]
         if isinstance(self.estimator, OrientEstimator):
             obs = Obs(t_s, imu, orient)
+            obs.samples = samples
             if self.camera is not None:
                 obs.markers2d, obs.camera = self.markers2d, self.camera.model
         else:
             # device.estimate's contract: gyro and specific force in each sensor's frame
             from device.estimate.observation import Observation
-            obs = Observation(t_s, imu=imu)
+            if self.camera is not None and any(v is not None for v in self.markers2d.values()):
+                if not hasattr(self, "_est_camera"):
+                    self._est_camera = self.camera.model.to_estimate_camera()
+                obs = Observation(t_s, imu=imu, markers2d=self.markers2d, camera=self._est_camera)
+            else:
+                obs = Observation(t_s, imu=imu)
         q = self.estimator.step(obs)
         self.last_q = q
+        self.last_good_q = np.where(np.isnan(q), self.last_good_q, q)
         return q
 
     def _finish_calibration(self):
@@ -228,16 +249,23 @@ class Unit:
         self.calibrated = res
         sk = self.skeleton
         imu_links = {s["name"]: s["link"] for s in self.cal_sensors}
-        # the calibrated mounting goes into the skeleton's IMU features (used by model estimators)
+        # the calibrated mounting goes into the skeleton's IMU features (used by model estimators);
+        # a sensor the skeleton has no feature for gets one
+        from device.body.skeleton import Feature
+        have = {f.name: f for f in sk.features}
         for s in self.specs:
             R = res["mounts"].get(s["name"])
-            fname = s["name"]
-            for f in sk.features:
-                if f.name == fname and R is not None:
-                    f.orientation = mat_to_quat(R)
+            f = have.get(s["name"])
+            if f is None:
+                f = Feature(s["name"], sk.link_index(s["link"]), "imu", s.get("position", (0, 0, 0)))
+                sk.features.append(f)
+            if R is not None:
+                f.orientation = mat_to_quat(R)
         name = self.cfg.get("estimator", "orient")
         if name == "orient":
-            est = OrientEstimator(sk, self.dt_s, imu_links, res["mounts"])
+            fifo = [s.get("fifo_rate_hz", 250) for s in self.specs if s["chip"] != "bno055"]
+            est = OrientEstimator(sk, self.dt_s, imu_links, res["mounts"],
+                                  sample_dt_s=(1.0 / _fifo_rate(fifo[0])) if fifo and fifo[0] else None)
             est.world = res["world"]
             est.gyro_bias = res["gyro_bias"]
             for n, R in res["ahrs"].items():
@@ -262,6 +290,11 @@ class Unit:
             b.close()
         if self.camera is not None:
             self.camera.close()
+
+
+def _fifo_rate(hz):
+    """The rate the MPU-6050 really runs at for a requested FIFO rate (1 kHz / (1 + div))."""
+    return 1000.0 / (1 + max(0, min(255, int(1000.0 / hz + 0.5) - 1)))
 
 
 def _clip_path(sub):

@@ -32,7 +32,13 @@ def make_estimator(kind, skeleton, dt_s, **opts):
     if kind == "fusion":
         from device.estimate.fusion import FusionEstimator
         return FusionEstimator(skeleton, dt_s, **opts)
-    model = model_of(skeleton, float(opts.pop("armature", 1e-3)))
+    ekf = kind in ("ekf", "ekf-euler")
+    # armature 0.01 kg m^2 and damping 0.5 N m s/rad (time constant 20 ms) keep the dynamics
+    # defined where M is nearly singular (a shoulder at 90 deg abduction: flexion and rotation
+    # axes align); tuned on the dance clip, see docs/estimation.md
+    model = model_of(skeleton, float(opts.pop("armature", 0.01 if ekf else 1e-3)))
+    if ekf:
+        opts.setdefault("damping", 0.5)
     mkw = {k: opts.pop(k) for k in ("gyro_sigma_rad_s", "accel_sigma_m_s2", "marker_sigma_m",
                                     "pixel_sigma_px") if k in opts}
     ekw = {k: opts.pop(k) for k in ("p0_sigma", "clamp", "camera") if k in opts}
@@ -44,7 +50,8 @@ def make_estimator(kind, skeleton, dt_s, **opts):
         opts.setdefault("accel_sigma_rad_s2", 300.0)
         pkw = {k: opts.pop(k) for k in ("accel_sigma_rad_s2", "tau_sigma", "jacobian", "q_sigma",
                                         "qd_sigma", "damping", "light_inertia",
-                                        "h_tau_only", "trans_accel_sigma_m_s2", "trans_qd_sigma_m_s") if k in opts}
+                                        "h_tau_only", "trans_accel_sigma_m_s2", "trans_qd_sigma_m_s",
+                                        "tau_decay_s") if k in opts}
         proc = TorqueProcess(model, dt_s, integrator="rk4" if kind == "ekf" else "euler", **pkw)
     elif kind == "cv":
         proc = ConstantVelocity(model, dt_s, opts.pop("cv_accel_sigma_rad_s2", 30.0))
@@ -53,7 +60,8 @@ def make_estimator(kind, skeleton, dt_s, **opts):
         proc = ConstantAcceleration(model, dt_s, opts.pop("ca_jerk_sigma_rad_s3", 1500.0))
     for k in ("cv_accel_sigma_rad_s2", "cv_accel_sigma_m_s2", "ca_jerk_sigma_rad_s3",
               "accel_sigma_rad_s2", "tau_sigma", "jacobian", "q_sigma", "qd_sigma", "damping", "light_inertia",
-                                        "h_tau_only", "trans_accel_sigma_m_s2", "trans_qd_sigma_m_s"):
+                                        "h_tau_only", "trans_accel_sigma_m_s2", "trans_qd_sigma_m_s",
+                                        "tau_decay_s"):
         opts.pop(k, None)          # options meant for another kind are ignored
     if opts:
         raise TypeError("make_estimator(%r): unknown options %s" % (kind, ", ".join(sorted(opts))))

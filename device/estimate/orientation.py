@@ -47,8 +47,8 @@ def _skew(v):
 class OrientationEKF:
     """Gyro + accelerometer orientation EKF (see the module docstring); SI units."""
 
-    def __init__(self, dt_s, gyro_sigma_rad_s=0.002, bias_walk_rad_s2=1e-5, acc_sigma=0.05,
-                 acc_motion_gain=0.5, g_m_s2=9.81):
+    def __init__(self, dt_s, gyro_sigma_rad_s=0.002, bias_walk_rad_s2=3e-6, acc_sigma=0.08,
+                 acc_motion_gain=0.3, g_m_s2=9.81):
         self.dt_s = float(dt_s)
         self.q = None
         self.b = np.zeros(3)

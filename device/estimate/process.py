@@ -16,7 +16,8 @@ Continuous Jacobian  Fc = [[0, I, 0], [Dq, Dqd, M^-1], [0, 0, 0]],
 both dropped terms vanish at rest (qd = 0, tau = g), where the analytic A equals the finite-
 difference one (tests/test_ekf_jacobians.py). jacobian="fd" differentiates qdd numerically
 (central differences, 4n dynamics evaluations: a slow reference).
-Discrete A = I + dt Fc + dt^2/2 Fc^2 (RK4) or I + dt Fc (Euler).
+Discrete A = I + dt Fc + dt^2/2 Fc^2 (RK4); "euler" is semi-implicit (qd first, then q with
+the new qd) and its A is exact for that step given Fc.
 """
 
 import numpy as np
@@ -78,13 +79,18 @@ class TorqueProcess:
 
     def __init__(self, model, dt_s, integrator="rk4", accel_sigma_rad_s2=60.0, tau_sigma=None,
                  q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic", damping=0.05, h_tau_only=True,
-                 light_inertia=0.05, trans_accel_sigma_m_s2=30.0, trans_qd_sigma_m_s=0.2):
+                 light_inertia=0.05, trans_accel_sigma_m_s2=30.0, trans_qd_sigma_m_s=0.2,
+                 tau_decay_s=None):
         if integrator not in ("rk4", "euler"):
             raise ValueError("integrator must be 'rk4' or 'euler', not %r" % (integrator,))
         if jacobian not in ("analytic", "fd"):
             raise ValueError("jacobian must be 'analytic' or 'fd', not %r" % (jacobian,))
         self.model, self.dt_s, self.integrator, self.jacobian = model, float(dt_s), integrator, jacobian
         self.h_tau_only = h_tau_only
+        # tau_decay_s: None = the invention's random walk; a time constant T makes the torque
+        # mean-revert to b(q, qd) (zero acceleration): tau' = b + exp(-dt/T) (tau - b), an
+        # Ornstein-Uhlenbeck torque that keeps unobserved accelerations bounded (one camera)
+        self.tau_decay = None if tau_decay_s is None else float(np.exp(-float(dt_s) / tau_decay_s))
         n = model.n
         self.n, self.nx = n, 3 * n
         # joint damping d (N m s / rad): qdd = M^-1 (tau - b - d qd). With the model's armature
@@ -123,8 +129,9 @@ class TorqueProcess:
         kin = m.kinematics(q)
         M = m.mass_matrix(kin)
         fac = m.factor(M)
-        qdd = m.solve(fac, tau - m.bias(kin, qd) - self.damping * qd)
-        return (qdd, kin, fac, M) if full else (qdd,)
+        b = m.bias(kin, qd) + self.damping * qd
+        qdd = m.solve(fac, tau - b)
+        return (qdd, kin, fac, M) if full else (qdd, b)
 
     def linearise(self, x):
         n = self.n
@@ -163,10 +170,12 @@ class TorqueProcess:
         """
         n, dt = self.n, self.dt_s
         q, qd, tau = x[:n], x[n:2 * n], x[2 * n:]
-        k1v = self._qdd(q, qd, tau)[0]
+        k1v, b1 = self._qdd(q, qd, tau)
         if self.integrator == "euler":
-            # q' = q + dt qd ; qd' = qd + dt qdd
-            qn, qdn = q + dt * qd, qd + dt * k1v
+            # semi-implicit (symplectic) Euler: qd' = qd + dt qdd ; q' = q + dt qd'
+            # (explicit Euler grows every undamped oscillation; it diverged on the dance clip)
+            qdn = qd + dt * k1v
+            qn = q + dt * qdn
         else:
             # RK4 on [q, qd] with tau held: k_i = f(x + c_i dt k_{i-1})
             k1q = qd
@@ -178,13 +187,20 @@ class TorqueProcess:
             k4v = self._qdd(q + dt * k3q, k4q, tau)[0]
             qn = q + dt / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
             qdn = qd + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
-        x_new = np.concatenate([qn, qdn, tau])
+        tau_n = tau if self.tau_decay is None else b1 + self.tau_decay * (tau - b1)
+        x_new = np.concatenate([qn, qdn, tau_n])
         Q = np.zeros((3 * n, 3 * n))
         Q[:2 * n, :2 * n] = np.diag(self.q_var * dt)
         # Q_tau = dt M diag(accel_sigma^2) M  (or dt diag(tau_sigma^2))
         Q[2 * n:, 2 * n:] = dt * (np.diag(self.tau_var) if self.tau_var is not None
                                   else self.torque_cov(lin.M, self.accel_var))
-        return x_new, self.transition(lin), Q
+        A = self.transition(lin)
+        if self.tau_decay is not None:
+            # d tau' / d tau = a I ; d tau' / dq ~= (1 - a) dg/dq = -(1 - a) M Dq (gravity part)
+            a = self.tau_decay
+            A[2 * n:, 2 * n:] = a * np.eye(n)
+            A[2 * n:, :n] = -(1.0 - a) * ((lin.M + np.diag(self.model.armature)) @ lin.Dq)
+        return x_new, A, Q
 
     def transition(self, lin):
         """Discrete A from the continuous Fc = [[0, I, 0], [Dq, Dqd, Minv], [0, 0, 0]]."""
@@ -194,11 +210,13 @@ class TorqueProcess:
         Dqd = np.zeros((n, n)) if lin.Dqd is None else lin.Dqd
         A = np.eye(3 * n)
         if self.integrator == "euler":
-            # A = I + dt Fc
-            A[:n, n:2 * n] = dt * I
+            # qd' row: [dt Dq, I + dt Dqd, dt Minv] ; q' row: [I, dt I, 0] + dt (qd' row)
             A[n:2 * n, :n] = dt * Dq
             A[n:2 * n, n:2 * n] += dt * Dqd
             A[n:2 * n, 2 * n:] = dt * Minv
+            A[:n, :n] += dt * A[n:2 * n, :n]
+            A[:n, n:2 * n] = dt * A[n:2 * n, n:2 * n]
+            A[:n, 2 * n:] = dt * A[n:2 * n, 2 * n:]
             return A
         # A = I + dt Fc + dt^2/2 Fc^2,  Fc^2 = [[Dq, Dqd, Minv], [Dqd Dq, Dq + Dqd^2, Dqd Minv], 0]
         h = 0.5 * dt * dt

@@ -56,6 +56,7 @@ class SimI2C:
         self._fail = {}
         self.fault_hook = None      # callable(addr) -> True to fail this transfer
         self.transfers = 0
+        self.log = None             # a list to record ("r"|"w", addr, reg, bytes) transfers
         self.closed = False
 
     @classmethod
@@ -109,12 +110,18 @@ class SimI2C:
     def readfrom_mem_into(self, addr, reg, buf):
         data = self._device(addr).read(reg, len(buf))
         buf[:] = data
+        if self.log is not None:
+            self.log.append(("r", addr, reg, bytes(data)))
 
     def writeto_mem(self, addr, reg, buf):
         self._device(addr).write(reg, buf)
+        if self.log is not None:
+            self.log.append(("w", addr, reg, bytes(buf)))
 
     def writeto(self, addr, buf):
         self._device(addr).raw_write(bytes(buf))
+        if self.log is not None:
+            self.log.append(("w", addr, None, bytes(buf)))
 
     def readfrom_into(self, addr, buf):
         buf[:] = self._device(addr).read(0, len(buf))

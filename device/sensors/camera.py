@@ -67,6 +67,13 @@ class CameraModel:
         return cls(width, height, f, f, (width - 1) / 2, (height - 1) / 2, R_cam_world=R,
                    t_cam_m=-R @ np.asarray(eye_m, float))
 
+    def to_estimate_camera(self):
+        """The same camera as device.estimate.observation.Camera (no distortion: an undistorted
+        pinhole; the estimators' contract)."""
+        from device.estimate.observation import Camera
+        K = np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+        return Camera(K, self.R, self.t, self.width, self.height)
+
     def project(self, p_world):
         """(uv (N, 2) pixels, depth (N,) metres) of world points; depth <= 0 is behind."""
         p = np.asarray(p_world, float).reshape(-1, 3) @ self.R.T + self.t

@@ -8,6 +8,11 @@
 The data registers are refreshed from truth() when a burst read starts at or inside them, and are
 quantised, scaled by the configured ranges and saturated at int16, as on the chip. Asleep (the
 reset state), the chip returns zeros.
+
+FIFO (register map 4.6, 4.37-4.39): with USER_CTRL.FIFO_EN and FIFO_EN's accel and gyro bits set,
+push_samples() (the simulated body, at sample_rate_hz()) appends 12-byte records (accel x,y,z then
+gyro x,y,z, register order); FIFO_COUNT reads the byte count, bursts from FIFO_R_W pop bytes; at
+1024 bytes the oldest bytes are dropped and INT_STATUS.FIFO_OFLOW_INT is set.
 """
 
 import struct
@@ -31,9 +36,11 @@ class SimMPU6050(RegisterDevice):
         RegisterDevice.__init__(self)
         self.truth = truth
         self.resets = 0
+        self.fifo = bytearray()
         self._reset()
 
     def _reset(self):
+        self.fifo = bytearray()
         self.regs[:] = bytes(256)
         for r, v in _RESET.items():
             self.regs[r] = v
@@ -52,9 +59,55 @@ class SimMPU6050(RegisterDevice):
                 self.resets += 1
                 self._reset()                   # DEVICE_RESET clears itself and the registers
                 continue
+            if r == 0x6A and data[i] & 0x04:
+                self.fifo = bytearray()         # FIFO_RESET (self-clearing)
+                self.regs[r] = data[i] & ~0x04
+                continue
             self.regs[r] = data[i]
 
+    # -- FIFO ------------------------------------------------------------------------------
+    @property
+    def fifo_enabled(self):
+        return bool(self.regs[0x6A] & 0x40) and (self.regs[0x23] & 0x78) == 0x78 and not self.asleep
+
+    def sample_rate_hz(self):
+        """Gyro output rate (8 kHz without the DLPF, 1 kHz with) / (1 + SMPLRT_DIV)."""
+        dlpf = self.regs[0x1A] & 7
+        return (1000.0 if 0 < dlpf < 7 else 8000.0) / (1 + self.regs[0x19])
+
+    def push_samples(self, samples):
+        """Append (gyro_rad_s, accel_m_s2) samples to the FIFO (when it is enabled)."""
+        if not self.fifo_enabled:
+            return
+        for gyro, accel in samples:
+            self.fifo += struct.pack(">6h", *self._words(gyro, accel))
+        if len(self.fifo) > 1024:
+            del self.fifo[:len(self.fifo) - 1024]
+            self.regs[0x3A] |= 0x10             # FIFO_OFLOW_INT
+
+    def read(self, reg, n):
+        if reg == 0x74:                         # FIFO_R_W: no auto-increment, pops bytes
+            self.reads += 1
+            out = bytes(self.fifo[:n]) + bytes(max(0, n - len(self.fifo)))
+            del self.fifo[:n]
+            return out
+        if reg <= 0x3A < reg + n:
+            v = RegisterDevice.read(self, reg, n)
+            self.regs[0x3A] &= ~0x10            # INT_STATUS clears on read
+            return v
+        return RegisterDevice.read(self, reg, n)
+
+    def _words(self, gyro, accel):
+        afs = (self.regs[0x1C] >> 3) & 3
+        fs = (self.regs[0x1B] >> 3) & 3
+        lsb_g = 16384.0 / (ACCEL_RANGES_G[afs] // 2)
+        lsb_dps = 131.0 * 250.0 / GYRO_RANGES_DPS[fs]
+        return [_i16(a / STANDARD_G * lsb_g) for a in accel] + [_i16(w / DEG * lsb_dps) for w in gyro]
+
     def on_read(self, reg, n):
+        if reg <= 0x73 and reg + n > 0x72:
+            c = len(self.fifo)
+            self.regs[0x72], self.regs[0x73] = c >> 8, c & 0xFF
         if reg + n > 0x3B and reg <= 0x48:
             self._refresh()
 

@@ -31,7 +31,7 @@ def add_arguments(p):
     p.add_argument("--realtime", action="store_true", help="pace frames by the wall clock")
     p.add_argument("--rate", type=float, help="frame rate in Hz (default: the config's, 30)")
     p.add_argument("--estimator", help="estimator name (orient, or device.estimate's ekf, ...)")
-    p.add_argument("--body", choices=("clip", "human", "human-floating"),
+    p.add_argument("--body", choices=("clip", "human", "human-floating", "humanoid18"),
                    help="the simulated subject's body (default: the clip's own skeleton)")
     p.add_argument("--chip", choices=("bno055", "mpu6050", "mpu9250"), help="simulated IMU chip")
     p.add_argument("--seed", type=int, help="simulated subject's seed")
@@ -96,10 +96,12 @@ def run(args):
     import time
     cfg = _config(args)
     replay = None
-    if args.replay:
-        if not os.path.exists(args.replay):
-            raise FileNotFoundError(2, "No such file or directory", args.replay)
-        replay = open_replay(args.replay, rate_hz=args.rate)
+    source = args.replay or cfg.get("replay")          # a config may name a replay: source too
+    if source:
+        path = source[len("replay:"):] if source.startswith("replay:") else source
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        replay = open_replay(path, rate_hz=args.rate)
         if not hasattr(replay, "head"):
             cfg = single_imu_config(replay.rate_hz)
     if args.clip and not os.path.exists(args.clip):

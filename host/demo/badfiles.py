@@ -1,9 +1,14 @@
-"""Helpers for tests/test_e2e_bad_files.py (no tests here): real seed files, hand-made bad files, mutations, and
-an in-process runner of host.cli.main with stderr captured and a per-call time limit.
+"""Bad files for every command that reads files: real seeds, hand-made bad ones, seeded mutations,
+and an in-process runner of host.cli.main (stderr captured, an alarm per call).
 
-    seeds = make_seeds(tmp_dir, bvh_path)      # {"png": ..., "bvh": ..., "msr": ..., "skeleton": ...}
-    for data in mutations(seed_bytes, rng, n): ...
+    from host.demo.badfiles import run_cases
+    res = run_cases(tmp_dir, n_mutations=1000)     # {"counts": {...}, "bad": [{case, argv, problem}]}
     rc, out, err, exc = call_cli(["info", path], timeout_s=20)
+
+Seeds (real files): a PNG staff and a BVH (the bundled CMU clip cut to 20 frames), a recording
+container, the human skeleton JSON, the khr17-maestro robot description, a unit configuration.
+A call behaves when it succeeds, or exits 2 with exactly one stderr line "motionstaff: ..." and
+no traceback (verdict). Run it in a child with RLIMIT_AS set to bound memory (host/demo/robust.py).
 """
 
 import contextlib
@@ -15,6 +20,11 @@ import struct
 import zlib
 
 import numpy as np
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUNDLED_BVH = os.path.join(os.path.dirname(HERE), "data", "131_03_short.bvh")
+SLOW_CHECKED = ("huge.png", "huge_real.png", "wide.png", "bomb.png", "bad_header.png", "truncated.png")
 
 
 class Hang(BaseException):
@@ -207,3 +217,71 @@ def verdict(rc, err, exc):
     if not lines[0].startswith("motionstaff: "):
         return "stderr line does not start with 'motionstaff: ': %r" % lines[0][:120]
     return None
+
+
+def commands_for(kind, path, out):
+    """The commands that read a file of this kind (argv lists); `out` is a scratch prefix."""
+    if kind == "skeleton":
+        return [["retarget", out["png"], out["mapping"], out["dst"] + ".png", "--target", path]]
+    if kind == "robot":
+        return [["robots", path]]
+    if kind == "config":
+        return [["capture", "--config", path, "--duration", "0.1", "--record", out["dst"] + ".msr"]]
+    cmds = [["info", path], ["convert", path, out["dst"] + ".csv"], ["diff", path, out["png"]],
+            ["edit", path, out["dst"] + ".png", "despike"]]
+    return cmds
+
+
+def slow_commands(path, out):
+    return [["show", path, "-o", out["dst"] + "_show.png"],
+            ["render", path, "-o", out["dst"] + ".gif", "--max-frames", "3", "--size", "160x120"],
+            ["play", path, "--port", "loop://", "--robot", "khr17-maestro", "--no-progress",
+             "--speed", "1000", "--to", "0.2"]]
+
+
+def _ext(kind):
+    return {"png": ".png", "bvh": ".bvh", "msr": ".msr"}.get(kind, ".json")
+
+
+def cases(d, seeds, rng, n_mutations=1000):
+    """(label, argv) for every call: hand-made files x commands, then the mutations."""
+    out = {"dst": os.path.join(d, "out"), "png": seeds["png"], "mapping": seeds["mapping"]}
+    cases = []
+    for name, path in handmade(d, seeds):
+        kind = {".png": "png", ".bvh": "bvh", ".msr": "msr"}[os.path.splitext(name)[1]]
+        for argv in commands_for(kind, path, out):
+            cases.append((name, argv))
+        if kind == "png" and name in SLOW_CHECKED:
+            cases += [(name, argv) for argv in slow_commands(path, out)]
+    cases.append(("missing file", ["info", os.path.join(d, "nope.png")]))
+    cases.append(("a directory", ["convert", d + os.sep, out["dst"] + ".png"]))
+    kinds = ["png", "bvh", "msr", "skeleton", "png", "bvh", "msr", "robot", "config"]
+    raw = dict((k, open(seeds[k], "rb").read()) for k in kinds)
+    for i in range(n_mutations):
+        kind = kinds[i % len(kinds)]
+        data = mutate(raw[kind], rng)
+        path = os.path.join(d, "m%04d%s" % (i, _ext(kind)))
+        with open(path, "wb") as f:
+            f.write(data)
+        cmds = commands_for(kind, path, out)
+        argv = cmds[(i // len(kinds)) % len(cmds)]
+        if kind == "png" and i % 45 == 0:           # the slow readers now and then
+            argv = slow_commands(path, out)[(i // 45) % 3]
+        cases.append(("mutation %d of %s" % (i, kind), argv))
+    return cases
+
+
+def run_cases(d, n_mutations=1000, seed=2026, timeout_s=30.0):
+    """Every case in-process; {"counts": {calls, ok, exit2, other}, "bad": [...]}."""
+    rng = np.random.default_rng(seed)
+    seeds = make_seeds(d, BUNDLED_BVH)
+    bad = []
+    counts = {"calls": 0, "ok": 0, "exit2": 0, "other": 0, "mutations": n_mutations}
+    for label, argv in cases(d, seeds, rng, n_mutations):
+        rc, _out, err, exc = call_cli(argv, timeout_s=timeout_s)
+        counts["calls"] += 1
+        counts["ok" if rc == 0 and exc is None else "exit2" if rc == 2 else "other"] += 1
+        v = verdict(rc, err, exc)
+        if v is not None:
+            bad.append({"case": label, "argv": argv[0], "problem": v})
+    return {"counts": counts, "bad": bad}

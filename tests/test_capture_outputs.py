@@ -1,0 +1,38 @@
+"""Configured outputs: native packets a receiver decodes; a port that is full never blocks."""
+
+import io
+
+from device.capture.config import default_config
+from device.capture.loop import CaptureLoop
+from device.capture.outputs import PacketOutput, make_outputs
+from device.capture.unit import build_unit
+from protocol import packets as pk
+
+
+def test_packets_decode_to_the_recorded_codes():
+    unit = build_unit(default_config(body="humanoid18"))
+    loop = CaptureLoop(unit)
+    port = io.BytesIO()
+    loop.outputs.append(PacketOutput(port, loop.header))
+    codes = []
+    loop.outputs.append(lambda k, t, v, c: codes.append(c))
+    loop.run(frames=45)
+    dec = pk.Decoder()
+    ps = dec.feed(port.getvalue())
+    names = [p.name for p in ps]
+    assert names[0] == "HELLO" and names[1] == "HEADER"
+    frames = [p.frame()[1] for p in ps if p.is_frame()]
+    assert frames == codes
+    assert names.count("HEARTBEAT") == 2
+    assert sum(dec.drops.values()) == 0
+
+
+def test_full_loop_port_drops_instead_of_blocking():
+    unit = build_unit(default_config(body="human"))
+    cfg_out = [{"kind": "packets", "url": "loop://"}]
+    loop = CaptureLoop(unit)
+    outs = make_outputs(cfg_out, loop.header, unit.skeleton)
+    loop.outputs.extend(outs)
+    loop.run(frames=40)                        # the loop:// buffer fills; nothing blocks
+    assert outs[0].frames == 40 and outs[0].dropped > 0
+    outs[0].close()
