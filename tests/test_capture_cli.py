@@ -23,8 +23,11 @@ def test_capture_record_truth_convert_diff(tmp_path, capsys):
     assert np.sqrt(np.nanmean(d ** 2)) < 2.0
     capsys.readouterr()
     assert main(["diff", est, truth]) in (0, 1)
-    # the raw log re-estimated with another estimator setting
-    assert main(["capture", "--replay", raw, "--record", str(tmp_path / "again.png")]) == 0
+    # the raw log re-estimated; the status display on stderr once a second
+    capsys.readouterr()
+    assert main(["capture", "--replay", raw, "--record", str(tmp_path / "again.png"), "--status"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "sensors 0/0" in err[0] and "CALIBRATING" not in err[-1]
     c = read_staff(str(tmp_path / "again.png"))
     assert c.frames == 90
 

@@ -204,3 +204,22 @@ def test_golden_init_transactions():
     MPU6050(ch).read_raw()
     MPU6050(ch).read_raw()                          # the selection is cached: one mux write
     assert [e for e in bus.log if e[1] == 0x70] == [("w", 0x70, None, b"\x02")]
+
+
+def test_mpu9250_magnetometer_through_bypass_and_mux():
+    from device.sensors.ak8963 import MPU9250
+    from device.sensors.ak8963_sim import SimMPU9250
+    bus = SimI2C()
+    mux = bus.attach(0x70, SimTCA9548A())
+    chip = mux.attach(4, 0x68, SimMPU9250(asa=(0x90, 0x70, 0x80)))
+    chip.truth = lambda: ((0, 0, 0), (0, 0, 9.8), 25.0)
+    chip.mag_truth = lambda: (20.0, -5.0, -40.0)
+    ch = TCA9548A(bus).channel(4)
+    buf = bytearray(1)
+    with pytest.raises(OSError):                    # before the bypass, nothing at 0x0C
+        ch.readfrom_mem_into(0x0C, 0x00, buf)
+    imu = MPU9250(ch).init()
+    assert imu.model == "MPU-9250" and chip.regs[0x37] == 0x02
+    assert imu.mag.adj == ((0x90 - 128) / 256 + 1, (0x70 - 128) / 256 + 1, 1.0)
+    g, a, t, m = imu.read()
+    assert all(abs(m[i] - (20.0, -5.0, -40.0)[i]) <= 0.15 for i in range(3))

@@ -16,7 +16,8 @@ from device.sensors.mpu6050_sim import SimMPU6050
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES = ["device/hal/__init__.py", "device/hal/i2c_sim.py", "device/hal/tca9548a.py",
          "device/sensors/__init__.py", "device/sensors/mpu6050.py", "device/sensors/mpu6050_sim.py",
-         "device/sensors/bno055.py", "device/sensors/bno055_sim.py", "device/sensors/health.py"]
+         "device/sensors/bno055.py", "device/sensors/bno055_sim.py", "device/sensors/health.py",
+         "device/sensors/ak8963.py", "device/sensors/ak8963_sim.py"]
 
 CODE = """
 from device.hal import open_i2c
@@ -41,6 +42,13 @@ print(slot.start(), slot.sample())
 bus.fail(0x28, 5)
 print(slot.sample(), slot.alive, slot.errors)
 print(slot.sample() is not None, slot.alive)
+from device.sensors.ak8963 import MPU9250
+from device.sensors.ak8963_sim import SimMPU9250
+c = mux.attach(5, 0x68, SimMPU9250(asa=(0x90, 0x70, 0x80)))
+c.truth = a.truth
+c.mag_truth = lambda: (20.0, -5.0, -40.0)
+m = MPU9250(t.channel(5)).init().read()[-1]
+print(" ".join("%.4f" % x for x in m))
 """
 
 
@@ -71,3 +79,10 @@ def test_drivers_on_micropython():
     bus.fail(0x28, 5)
     assert lines[2] == "%s %s %s" % (slot.sample(), slot.alive, slot.errors)
     assert lines[3] == "%s %s" % (slot.sample() is not None, slot.alive)
+    from device.sensors.ak8963 import MPU9250
+    from device.sensors.ak8963_sim import SimMPU9250
+    c = mux.attach(5, 0x68, SimMPU9250(asa=(0x90, 0x70, 0x80)))
+    c.truth = a.truth
+    c.mag_truth = lambda: (20.0, -5.0, -40.0)
+    m = MPU9250(t.channel(5)).init().read()[-1]
+    assert lines[4] == " ".join("%.4f" % x for x in m)

@@ -53,24 +53,26 @@ def place_sensors(skeleton, chip="bno055", bus="main"):
     """One IMU per link with rotation dofs (and the root), spread over multiplexers."""
     out = []
     addrs = _ADDR[chip]
+    # MPU-9250s expose their magnetometers at 0x0C: one per multiplexer channel
+    per_ch = 1 if chip == "mpu9250" else 2
     k = 0
     for i, ln in enumerate(skeleton.links):
         rot = [j for j in ln.dofs if skeleton.dofs[j].kind == "rotation"]
         if not rot and ln.parent >= 0:
             continue
-        mux = k // (2 * 8)
-        ch = (k // 2) % 8
+        mux = k // (per_ch * 8)
+        ch = (k // per_ch) % 8
         # where the skeleton already has an IMU feature on this link, the sensor sits there
         pos = [0.0, 0.0, 0.0]
         for f in skeleton.features:
             if f.kind == "imu" and f.link == i:
                 pos = [float(x) for x in f.position]
                 break
-        out.append({"name": ln.name + "_imu", "chip": chip, "bus": bus, "addr": addrs[k % 2],
+        out.append({"name": ln.name + "_imu", "chip": chip, "bus": bus, "addr": addrs[k % per_ch],
                     "mux": {"addr": 0x70 + mux, "channel": ch}, "link": ln.name,
                     "position": pos, "mount_rpy_deg": [0.0, 0.0, 0.0]})
         k += 1
-    if k > 8 * 16:
+    if k > 8 * 8 * per_ch:
         raise ValueError("%d IMUs do not fit behind 8 multiplexers on one bus" % k)
     return out
 

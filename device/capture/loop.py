@@ -153,6 +153,7 @@ class CaptureLoop:
         st = self.stats.summary()
         return {"frame": self.frame_index, "t_s": self.frame_index * self.period_s,
                 "sensors_alive": alive, "sensors": len(sens),
+                "stale": [s["name"] for s in sens if not s["alive"]],
                 "calibrating": self.unit.calibrated is None, "health": self.unit.health,
                 "rate_hz": (1000.0 / st["period_mean_ms"]) if st.get("period_mean_ms") else self.rate_hz,
                 "busy_ms": st.get("busy_mean_ms", 0.0), "skipped": st["skipped"],

@@ -217,7 +217,10 @@ class Subject:
         def truth():
             d = st["state"]
             return d["gyro_rad_s"], d["accel_m_s2"], d["temp_c"]
-        return SimMPU6050(who_am_i=0x71 if s["chip"] == "mpu9250" else 0x68, truth=truth)
+        if s["chip"] == "mpu9250":
+            from device.sensors.ak8963_sim import SimMPU9250
+            return SimMPU9250(truth=truth, mag_truth=lambda: st["state"]["mag_ut"])
+        return SimMPU6050(truth=truth)
 
     def attach(self, spec, bus):
         """Put sensor spec's simulated chip on a SimI2C bus (behind its multiplexer if any)."""

@@ -41,6 +41,8 @@ def _driver(spec, bus, muxes):
         from device.sensors.bno055 import BNO055
         return BNO055(bus, spec["addr"], mode=spec.get("mode", "NDOF"))
     from device.sensors.mpu6050 import MPU6050
+    if chip == "mpu9250":
+        from device.sensors.ak8963 import MPU9250 as MPU6050      # + the AK8963 magnetometer
     return MPU6050(bus, spec["addr"], accel_range_g=spec.get("accel_range_g", 8),
                    gyro_range_dps=spec.get("gyro_range_dps", 1000),
                    fifo_rate_hz=spec.get("fifo_rate_hz", 250))
@@ -53,6 +55,9 @@ def normalise(chip, reading):
     if chip == "bno055":
         return {"gyro": reading[0], "accel": reading[1], "quat": reading[2]}
     out = {"gyro": reading[0], "accel": reading[1], "quat": None}
+    if chip == "mpu9250":
+        out["mag"] = reading[-1]             # uT in the MPU's axes (None until the first sample)
+        reading = reading[:-1]
     if len(reading) > 3:
         out["samples"] = reading[3]          # the FIFO's (gyro, accel) samples since last frame
     return out

@@ -21,7 +21,10 @@ lengths (size-free):
 * `trunk_lean_fwd_deg`, `trunk_lean_side_deg`: the trunk against the world vertical (gravity);
 * `*_foot_h_leg`: ankle height above the hip joints over leg length (-1 standing);
 * `pelvis_vz_leg_s`: the pelvis's vertical speed in leg lengths per second (0 on a fixed base),
-  a backward difference (0 on the first frame).
+  a backward difference (0 on the first frame);
+* `pelvis_vh_leg_s`: the pelvis's horizontal speed (magnitude, so heading-free) in leg lengths
+  per second, a backward difference (0 on the first frame and on a fixed base): standing
+  still and walking differ most in this one.
 
 `SCALES` gives each feature's typical size; matching divides by it so degrees and leg lengths
 weigh alike. A skeleton we do not recognise raises FeatureError (a FormatError).
@@ -76,7 +79,8 @@ for _s in ("l", "r"):
     NAMES += ["%s_hip_flex_deg" % _s, "%s_hip_abd_deg" % _s, "%s_knee_deg" % _s, "%s_ankle_deg" % _s,
               "%s_shoulder_flex_deg" % _s, "%s_shoulder_abd_deg" % _s, "%s_elbow_deg" % _s,
               "%s_foot_h_leg" % _s]
-NAMES += ["trunk_lean_fwd_deg", "trunk_lean_side_deg", "pelvis_vz_leg_s"]
+NAMES += ["trunk_lean_fwd_deg", "trunk_lean_side_deg", "pelvis_vz_leg_s", "pelvis_vh_leg_s"]
+VELOCITY = 2          # the last VELOCITY features are pelvis velocities (vz, vh)
 
 # typical size of each feature: distances divide by it
 SCALES = np.array([0.25 if n.endswith("_leg") else 0.5 if n.endswith("_leg_s") else 30.0 for n in NAMES])
@@ -153,11 +157,11 @@ class BodyFeatures:
         if rot.any():
             f[miss[:, rot].all(axis=1)] = np.nan
         if (~rot).any():
-            f[miss[:, ~rot].any(axis=1), -1] = np.nan
+            f[miss[:, ~rot].any(axis=1), -VELOCITY:] = np.nan
         return f
 
     def from_positions(self, p):
-        """Features (F, nfeatures) of landmark positions, without pelvis velocity (set to 0)."""
+        """Features (F, nfeatures) of landmark positions, without pelvis velocities (set to 0)."""
         up_w = self.world_up
         leg = self.leg_m(p)
         mid_hip = 0.5 * (p["l_hip"] + p["r_hip"])
@@ -186,7 +190,7 @@ class BodyFeatures:
                     _angle_deg(uarm, farm), foot_h]
         lean_fwd = -np.degrees(np.arcsin(np.clip(np.sum(fwd * up_w, axis=-1), -1, 1)))
         lean_side = np.degrees(np.arcsin(np.clip(np.sum(lat * up_w, axis=-1), -1, 1)))
-        out += [lean_fwd, lean_side, np.zeros_like(lean_fwd)]
+        out += [lean_fwd, lean_side, np.zeros_like(lean_fwd), np.zeros_like(lean_fwd)]
         return np.stack(out, axis=-1)
 
     def batch(self, q, fps):
@@ -194,21 +198,31 @@ class BodyFeatures:
         q = np.atleast_2d(np.asarray(q, float))
         p = self.positions(q)
         f = self.from_positions(p)
-        z = np.sum(p["pelvis"] * self.world_up, axis=-1) / self.leg_m(p)
-        if len(z) > 1:
-            f[1:, -1] = np.diff(z) * fps      # backward difference, as step() computes it
+        z, h = self._pelvis(p)
+        if len(z) > 1:                        # backward differences, as step() computes them
+            f[1:, -2] = np.diff(z) * fps
+            f[1:, -1] = np.linalg.norm(np.diff(h, axis=0), axis=-1) * fps
         return self._missing(q, f)
+
+    def _pelvis(self, p):
+        """Pelvis height (F,) and horizontal position (F, 3), in leg lengths."""
+        leg = self.leg_m(p)
+        z = np.sum(p["pelvis"] * self.world_up, axis=-1)
+        h = p["pelvis"] - z[:, None] * self.world_up[None, :]
+        return z / leg, h / leg[:, None]
 
     def step(self, q, dt_s):
         """Features (nfeatures,) of one frame; the pelvis velocity is a backward difference."""
         p = self.positions(q)
         f = self.from_positions(p)[0]
-        z = float(np.sum(p["pelvis"][0] * self.world_up) / self.leg_m(p)[0])
+        z, h = self._pelvis(p)
+        z, h = float(z[0]), h[0]
         if self._last_z is not None and dt_s > 0:
-            f[-1] = (z - self._last_z) / dt_s
+            f[-2] = (z - self._last_z[0]) / dt_s
+            f[-1] = float(np.linalg.norm(h - self._last_z[1])) / dt_s
         f = self._missing(q, f[None])[0]
         # a frame whose root position is guessed (missing) is no base for the next velocity
-        self._last_z = None if np.isnan(f[-1]) else z
+        self._last_z = None if np.isnan(f[-1]) else (z, h)
         return f
 
     def reset(self):

@@ -13,11 +13,14 @@ The file:
        "rows": ["r_hip_flex_deg", "r_knee_deg", "r_foot_h_leg"],
        "scales": [30.0, 30.0, 0.25],    # typical size per row; distances are in these units
        "fps": 30.0, "threshold": 0.61, "hold_frames": 2,
-       "templates": [{"source": "kick.bvh@1.70:2.50", "values": [[...per row...], ...per frame]}],
+       "templates": [{"source": "kick.bvh@1.70:2.50", "values": [[...per row...], ...per frame],
+                      "threshold": 0.58, "amplitude": 1.0}],
        "learned": {"positive": [...distances], "negative_min": 1.4}}]}
 
-A template is a short staff written as frames x rows (the selected rows only). Bad documents
-raise FormatError naming the field.
+A template is a short staff written as frames x rows (the selected rows only). A template may
+carry its own "threshold" (else the gesture's applies) and the "amplitude" factor it was made
+with (an amplitude-scaled copy of an example, see host/gestures/learn.py). Bad documents raise
+FormatError naming the field.
 """
 
 import json
@@ -35,7 +38,8 @@ class Gesture:
     """A named gesture: templates (frames x rows arrays), its rows, threshold and command."""
 
     def __init__(self, name, rows, scales, templates, threshold, command="", space="body",
-                 fps=30.0, hold_frames=2, sources=None, learned=None):
+                 fps=30.0, hold_frames=2, sources=None, learned=None, thresholds=None,
+                 amplitudes=None):
         self.name = str(name)
         self.rows = list(rows)
         self.scales = np.asarray(scales, float).reshape(-1)
@@ -47,6 +51,11 @@ class Gesture:
         self.hold_frames = int(hold_frames)
         self.sources = list(sources or [""] * len(self.templates))
         self.learned = dict(learned or {})
+        n = len(self.templates)
+        self.thresholds = [self.threshold if t is None else float(t)
+                           for t in (thresholds if thresholds is not None else [None] * n)]
+        self.amplitudes = [1.0 if a is None else float(a)
+                           for a in (amplitudes if amplitudes is not None else [None] * n)]
         self.check()
 
     def check(self, where="gesture"):
@@ -69,6 +78,11 @@ class Gesture:
                 raise FormatError("%s: template %d has values that are not finite" % (w, k))
         if not (self.threshold > 0 and np.isfinite(self.threshold)):
             raise FormatError("%s: 'threshold' must be > 0" % w)
+        if len(self.thresholds) != len(self.templates) or len(self.amplitudes) != len(self.templates):
+            raise FormatError("%s: one threshold and amplitude per template" % w)
+        for k, t in enumerate(self.thresholds):
+            if not (t > 0 and np.isfinite(t)):
+                raise FormatError("%s: template %d: 'threshold' must be > 0" % (w, k))
         if not (self.fps > 0 and np.isfinite(self.fps)):
             raise FormatError("%s: 'fps' must be > 0" % w)
         if self.hold_frames < 0:
@@ -78,8 +92,10 @@ class Gesture:
         return {"name": self.name, "command": self.command, "space": self.space, "rows": self.rows,
                 "scales": [round(float(s), 6) for s in self.scales], "fps": self.fps,
                 "threshold": round(self.threshold, 6), "hold_frames": self.hold_frames,
-                "templates": [{"source": s, "values": np.round(t, 4).tolist()}
-                              for s, t in zip(self.sources, self.templates)],
+                "templates": [{"source": s, "values": np.round(t, 4).tolist(),
+                               "threshold": round(th, 6), "amplitude": round(a, 4)}
+                              for s, t, th, a in zip(self.sources, self.templates, self.thresholds,
+                                                     self.amplitudes)],
                 "learned": self.learned}
 
     @classmethod
@@ -93,7 +109,8 @@ class Gesture:
             return cls(d["name"], d["rows"], d["scales"], [t["values"] for t in tpls],
                        d["threshold"], d.get("command", ""), d.get("space", "body"),
                        d.get("fps", 30.0), d.get("hold_frames", 2),
-                       [t.get("source", "") for t in tpls], d.get("learned"))
+                       [t.get("source", "") for t in tpls], d.get("learned"),
+                       [t.get("threshold") for t in tpls], [t.get("amplitude") for t in tpls])
         except KeyError as e:
             raise FormatError("%s: missing field %s" % (where, e)) from None
         except (TypeError, ValueError) as e:

@@ -92,8 +92,8 @@ class Recognizer:
                 idx = [have[r] for r in g.rows]
             self._select.append((g.space, np.array(idx, dtype=np.intp)))
             hold = g.hold_frames if abs(g.fps - self.fps) < 1e-6 else int(round(g.hold_frames * self.fps / g.fps))
-            self._springs.append([Spring(resample(t, g.fps, self.fps), g.scales, g.threshold, hold)
-                                  for t in g.templates])
+            self._springs.append([Spring(resample(t, g.fps, self.fps), g.scales, th, hold)
+                                  for t, th in zip(g.templates, g.thresholds)])
         self.reset()
 
     def reset(self):
@@ -122,16 +122,16 @@ class Recognizer:
         for g, (space, idx), sps in zip(self.gestures, self._select, self._springs):
             col = features[idx] if space == "body" else x[idx]
             best = None
-            for sp in sps:
+            for sp in sps:                    # each template against its own threshold
                 h = sp.step(col)
-                if h is not None and (best is None or h[0] < best[0]):
-                    best = h
+                if h is not None and (best is None or h[0] / sp.threshold < best[0]):
+                    best = (h[0] / sp.threshold, h, sp.threshold)
             if best is not None:
-                hits.append((best[0] / g.threshold, g, best, sps))
+                hits.append((best[0], g, best[1], sps, best[2]))
         out = []
         hits.sort(key=lambda h: h[0])
         taken = []
-        for ratio, g, (dist, fs, fe, fnow), sps in hits:
+        for ratio, g, (dist, fs, fe, fnow), sps, thr in hits:
             for sp in sps:
                 sp.suppress_until(fe)
             if any(fs <= te and ts <= fe for ts, te in taken):
@@ -139,7 +139,7 @@ class Recognizer:
             taken.append((fs, fe))
             back = lambda f: t_s - (fnow - f) / self.fps  # noqa: E731
             shift = self.frame - fnow           # matcher frames count from its last reset
-            m = Match(g.name, g.command, float(max(0.0, 1.0 - 0.5 * ratio)), float(dist), g.threshold,
+            m = Match(g.name, g.command, float(max(0.0, 1.0 - 0.5 * ratio)), float(dist), thr,
                       int(fs + shift), int(fe + shift), int(self.frame), back(fs), back(fe), float(t_s))
             out.append(m)
         if out and self.on_match is not None:

@@ -120,6 +120,13 @@ class SimTCA9548A(RegisterDevice):
         for ch in range(8):
             if self.control & (1 << ch):
                 dev = self.channels[ch].get(addr)
+                if dev is None:
+                    # a device that exposes another behind it (an MPU-9250's bypass)
+                    for d in self.channels[ch].values():
+                        r = getattr(d, "route", None)
+                        dev = r(addr) if r is not None else None
+                        if dev is not None:
+                            break
                 if dev is not None:
                     if found is not None:
                         return None  # two devices answering: a bus conflict; treat as NACK

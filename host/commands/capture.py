@@ -86,7 +86,8 @@ def _status_line(s):
     return ("t=%6.1fs frame %6d  sensors %d/%d  rate %.1f Hz  health %.2f  busy %.2f ms%s%s"
             % (s["t_s"], s["frame"], s["sensors_alive"], s["sensors"], s["rate_hz"], s["health"],
                s["busy_ms"], "  CALIBRATING (stand still)" if s["calibrating"] else "",
-               ("  skipped %d" % s["skipped"]) if s["skipped"] else ""))
+               ("  skipped %d" % s["skipped"]) if s["skipped"] else "")) + (
+        ("  stale: %s" % " ".join(s["stale"][:6])) if s.get("stale") else "")
 
 
 def run(args):

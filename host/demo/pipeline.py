@@ -9,7 +9,7 @@ Stages (each times itself; a stage whose part is missing records null and the re
 report["not_measured"], never a made-up number):
  1. capture: a simulated subject performs the clip wearing one IMU per segment (BNO055 twins
     behind TCA9548A multiplexers on a sim I2C bus) and camera markers; the CaptureLoop estimates
-    (`estimator`, default the torque-state EKF "ekf", see ESTIMATOR_SEAM), writes the crash-safe
+    (`estimator`, default the torque-state EKF "ekf", see the estimator SEAM below), writes the crash-safe
     container (protocol/container.py) and streams every frame as a FRAME packet over a pty
     (host/demo/link.py, optional fault injection) to the robot end (host/demo/relay.py), whose
     Player drives an emulated Pololu Maestro (device/servo/emulate, PtyServer) for the
@@ -35,9 +35,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SHARED_CLIP = os.path.join(REPO, "..", "shared", "data", "bvh", "131_03.bvh")
 BUNDLED_CLIP = os.path.join(REPO, "host", "data", "131_03_short.bvh")
 ROBOT = "khr17-maestro"
-# SEAM (estimator): the capture unit takes make_estimator() names; if the torque-state EKF
-# cannot run on the clip's skeleton yet, the demo falls back to the unit's "orient" estimator
-# and says so in report["estimator_note"].
+# SEAM (estimator): the capture unit takes make_estimator() names; if the chosen estimator (the
+# torque-state EKF by default) raises during capture, the demo starts again with the unit's
+# "orient" estimator and says so in report["not_measured"]["estimator"].
 FALLBACK_ESTIMATOR = "orient"
 
 
@@ -125,13 +125,14 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     loop.outputs.append(streamer)
     sim_s = []
     est_fallback = None
+    done = False
     try:
         for k in range(nframes):
             t_s = k / unit.rate_hz
             sim[0] = t_s
             try:
                 loop.step()
-            except Exception as e:          # the estimator failed (see ESTIMATOR_SEAM)
+            except Exception as e:          # the estimator failed (see the estimator SEAM)
                 if estimator == FALLBACK_ESTIMATOR or est_fallback is not None:
                     raise
                 est_fallback = "%s: %s" % (e.__class__.__name__, str(e).splitlines()[0][:160])
@@ -141,17 +142,16 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
             relay.poll(t_s)
             if progress is not None:
                 progress.update()
+        done = est_fallback is None
     finally:
-        if est_fallback is None:
-            loop.close()
-            relay.close()
-    if est_fallback is not None:
         loop.close()
         relay.close()
-        link.close()
-        srv.stop()
-        notes["estimator"] = ("torque-state EKF (%r) failed on this clip's skeleton, fell back to "
-                              "%r: %s" % (estimator, FALLBACK_ESTIMATOR, est_fallback))
+        if not done:
+            link.close()
+            srv.stop()
+    if est_fallback is not None:
+        notes["estimator"] = ("%r failed during capture, fell back to %r: %s"
+                              % (estimator, FALLBACK_ESTIMATOR, est_fallback))
         if progress is not None and progress.bar is not None:
             progress.bar.reset()
         return capture(out_dir, clip, seconds, FALLBACK_ESTIMATOR, rate_hz, seed, camera, faults,

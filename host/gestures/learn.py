@@ -18,6 +18,14 @@ Threshold (on the normalised DTW distance, see device/gestures/spring.py):
   positives only: 1.5 max(P); negatives only: 0.7 min(N); neither: see below;
 * always at most 0.6 times the distance from the template to standing still (its own mean
   pose held), so that a motionless body never matches.
+
+Amplitude tolerance: DTW tolerates a performance up to twice as fast or slow, but not one
+twice as big (a hop and a high leap). So every example also becomes templates scaled about its
+first frame (its start pose) by AMPLITUDES = 1/2, 1/sqrt 2, 1, sqrt 2, 2 (the same factor-of-two
+tolerance as in time, fixed a priori), and every template gets its own threshold by the rule
+above (its P are its distances to the other examples, its N its own nearest negative stretch,
+its own still-distance cap). A scaled copy that comes close to ordinary motion thus gets a
+tight threshold of its own instead of lowering everyone's. amplitudes=(1.0,) turns it off.
 """
 
 import numpy as np
@@ -30,6 +38,7 @@ from device.gestures.recognizer import resample
 from device.gestures.spring import Spring, dtw_distance
 from protocol.errors import FormatError
 
+AMPLITUDES = (0.5, 2 ** -0.5, 1.0, 2 ** 0.5, 2.0)
 UNIT_SCALES = {"deg": 30.0, "rad": 0.5, "m": 0.1, "cm": 10.0, "mm": 100.0, "in": 4.0}
 
 
@@ -134,7 +143,8 @@ def still_distance(template, scales):
 
 
 def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=None, command="",
-                  space="body", fps=30.0, hold_frames=2, energy_fraction=0.35, sources=None):
+                  space="body", fps=30.0, hold_frames=2, energy_fraction=0.35, sources=None,
+                  amplitudes=AMPLITUDES):
     """A Gesture from examples (list of frames x all-rows arrays, at fps) and negatives."""
     names = list(FEATURE_NAMES if names is None else names)
     scales = np.asarray(FEATURE_SCALES if scales is None else scales, float)
@@ -152,11 +162,50 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
     else:
         sel = select_rows(examples, scales, energy_fraction)
     sc = scales[sel]
-    tpls = [x[:, sel] for x in examples]
-    pos = [dtw_distance(t, tpls[j], sc) for k, t in enumerate(tpls) for j in range(len(tpls)) if j != k]
+    base = [x[:, sel] for x in examples]
+    amps = sorted(set(float(a) for a in amplitudes)) or [1.0]
     negs = [(np.asarray(s, float)[:, sel], m) for s, m in negatives]
-    neg = [min((negative_min(t, sc, s, m) for s, m in negs), default=np.inf) for t in tpls]
-    nmin = min(neg) if neg else np.inf
+    sources = list(sources or ["example %d" % k for k in range(len(base))])
+    tpls, thrs, amp_of, src, pos1, neg1, still1 = [], [], [], [], [], [], []
+    for j, x in enumerate(base):
+        for a in amps:
+            t = scaled(x, a)
+            pos = [dtw_distance(t, base[i], sc) for i in range(len(base)) if i != j]
+            nmin = min((negative_min(t, sc, s, m) for s, m in negs), default=np.inf)
+            still = still_distance(t, sc)
+            thr = threshold_rule(pos, nmin, still)
+            if a == 1.0:
+                pos1 += pos
+                neg1.append(nmin)
+                still1.append(still)
+                if not thr > 0:
+                    raise FormatError("gesture %r: the examples do not move in rows %s"
+                                      % (name, [names[i] for i in sel]))
+            if not thr > 0:
+                continue
+            tpls.append(t)
+            thrs.append(thr)
+            amp_of.append(a)
+            src.append(sources[j] + ("" if a == 1.0 else " x%.3g" % a))
+    one = [th for th, a in zip(thrs, amp_of) if a == 1.0]
+    nmin = min(neg1) if neg1 else np.inf
+    learned = {"positive": [round(float(p), 4) for p in pos1],
+               "negative_min": round(float(nmin), 4) if np.isfinite(nmin) else None,
+               "still": round(float(min(still1)), 4) if still1 else None,
+               "amplitudes": amps}
+    return Gesture(name, [names[i] for i in sel], sc, tpls, min(one) if one else min(thrs), command,
+                   space, fps, hold_frames, src, learned, thrs, amp_of)
+
+
+def scaled(template, amplitude):
+    """The template scaled about its first frame (its start pose) by amplitude."""
+    t = np.asarray(template, float)
+    return t.copy() if amplitude == 1.0 else t[0] + amplitude * (t - t[0])
+
+
+def threshold_rule(pos, nmin, still):
+    """A template's threshold from its distances to the other examples (pos), its nearest
+    negative stretch (nmin, inf if none) and its distance to standing still (see above)."""
     pmax = max(pos) if pos else None
     if pmax is not None and np.isfinite(nmin):
         thr = np.sqrt(pmax * nmin) if pmax < nmin else 0.95 * nmin
@@ -166,12 +215,4 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
         thr = 0.7 * nmin
     else:
         thr = np.inf
-    still = min(still_distance(t, sc) for t in tpls)
-    thr = float(min(thr, 0.6 * still))
-    if not thr > 0:
-        raise FormatError("gesture %r: the examples do not move in rows %s" % (name, [names[i] for i in sel]))
-    learned = {"positive": [round(float(p), 4) for p in pos],
-               "negative_min": round(float(nmin), 4) if np.isfinite(nmin) else None,
-               "still": round(float(still), 4)}
-    return Gesture(name, [names[i] for i in sel], sc, tpls, thr, command, space, fps, hold_frames,
-                   sources, learned)
+    return float(min(thr, 0.6 * still))
