@@ -158,3 +158,13 @@ def test_massless_leaf_needs_armature():
     assert abs(M[-1, -1]) < 1e-12             # a dof moving nothing has no inertia
     qdd = forward_dynamics(sk2, q, q, np.zeros(sk2.ndof), armature=1e-3)
     assert np.all(np.isfinite(qdd))
+
+
+def test_bad_configuration_is_refused():
+    sk = human_model()
+    with pytest.raises(ValueError, match="48 finite values"):
+        mass_matrix(sk, np.zeros(47))
+    q = np.zeros(48)
+    q[3] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        forward_dynamics(sk, q, np.zeros(48), np.zeros(48))

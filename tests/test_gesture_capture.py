@@ -45,15 +45,24 @@ def test_capture_loop_outputs_gesture_osc_vmc(tmp_path):
         unit = build_unit(default_config())
         outs = [make_output({"kind": k, "target": target, **extra}, unit.skeleton, unit.rate_hz)
                 for k, extra in (("gestures", {"library": lib}), ("osc", {}), ("vmc", {}))]
-        loop = CaptureLoop(unit, outputs=outs)
-        loop.run(duration_s=4.0)
+        loop = CaptureLoop(unit, outputs=outs)          # virtual time: no sleeping, deterministic
+        assert not loop.clock.realtime
+        n = int(round(4.0 * unit.rate_hz))
+
+        def count(address):
+            return sum(a == address for a, _ in got)
+        # lockstep with the receiver: frame k is captured only once frame k-1 has arrived, so a
+        # loaded machine slows the test down but cannot make UDP drop datagrams from a full
+        # socket buffer (the earlier version sent all frames at once and waited 20 s for them)
+        for k in range(n):
+            loop.step()
+            with cond:
+                assert cond.wait_for(lambda: count("/VMC/Ext/T") > k and count("/motionstaff/frame") > k,
+                                     timeout=60), "frame %d not received" % k
         loop.close()
-        assert loop.output_errors == 0
-        with cond:
-            ok = cond.wait_for(lambda: sum(a == "/VMC/Ext/T" for a, _ in got) >= 120
-                               and sum(a == "/motionstaff/frame" for a, _ in got) >= 120
-                               and any(a == "/motionstaff/gesture" for a, _ in got), timeout=20)
-        assert ok
+        assert loop.output_errors == 0 and loop.frame_index == n
+        with cond:          # the gesture bundle was sent before its frame's OSC/VMC bundles
+            assert cond.wait_for(lambda: count("/motionstaff/gesture") >= 1, timeout=60)
     finally:
         srv.shutdown()
         srv.server_close()

@@ -191,6 +191,9 @@ class RigidBodyModel:
         """
         n = self.n
         q = np.asarray(q_si, float)
+        if q.shape != (n,) or not np.all(np.isfinite(q)):
+            raise ValueError("kinematics: q must be %d finite values (rad / m), got shape %s"
+                             % (n, q.shape))
         # Rodrigues per dof: Rloc = I + sin q K + (1 - cos q) K^2 (identity for translations)
         qr = np.where(self.is_rot, q, 0.0)
         Rloc = np.eye(3) + np.sin(qr)[:, None, None] * self._K + (1.0 - np.cos(qr))[:, None, None] * self._K2

@@ -93,7 +93,7 @@ class JointEKF:
             if not (np.all(np.isfinite(self.x)) and np.all(np.isfinite(self.P))):
                 raise np.linalg.LinAlgError("non-finite prediction")
             self.lin = self.process.linearise(self.x)
-        except np.linalg.LinAlgError:
+        except (np.linalg.LinAlgError, ValueError):      # singular M, or a non-finite state
             self._recover(x_old)
 
     def _recover(self, x_old):

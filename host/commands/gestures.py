@@ -35,6 +35,10 @@ def add_arguments(p):
                     help="motion that must not match")
     lp.add_argument("--space", choices=("auto", "body", "rows"), default="auto")
     lp.add_argument("--fps", type=float, default=30.0)
+    lp.add_argument("--amplitudes", default="0.5,0.7071,1,1.4142,2", metavar="A,B,...",
+                    help="amplitude factors: each example also becomes copies scaled about its start "
+                         "pose by these, each with its own threshold (default 0.5,0.7071,1,1.4142,2; "
+                         "1 = the examples only)")
     lp.add_argument("--hold-frames", type=int, default=2,
                     help="report at most this many frames after the gesture's end (default 2)")
     lp.add_argument("--library", default="gestures.json")
@@ -93,6 +97,12 @@ def _learn(args):
     from host.gestures.actions import parse_command
     from host.gestures.learn import body_space_ok, learn_gesture
     parse_command(args.command)              # refuse a malformed command before any work
+    try:
+        amps = tuple(float(a) for a in args.amplitudes.split(",") if a.strip())
+    except ValueError:
+        raise FormatError("--amplitudes: give numbers separated by commas, not %r" % args.amplitudes) from None
+    if not amps or not all(0 < a < 100 for a in amps):
+        raise FormatError("--amplitudes: give positive factors, e.g. 0.5,1,2")
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     exs = [_read(s) for s in args.staffs]
     negs = [_read(s) for s in args.negative]
@@ -116,12 +126,12 @@ def _learn(args):
     names = None if space == "body" else rows
     g = learn_gesture(args.name, ex_v, neg_v, rows=rows or None, names=names, scales=scales,
                       command=args.command, space=space, fps=args.fps, hold_frames=args.hold_frames,
-                      sources=list(args.staffs))
+                      sources=list(args.staffs), amplitudes=amps)
     lib = [x for x in load_library(args.library, missing_ok=True) if x.name != g.name]
     lib.append(g)
     save_library(args.library, lib)
-    print("%s: learned %r from %d example(s), %d negative(s): rows %s, threshold %.3f%s"
-          % (args.library, g.name, len(ex_v), len(neg_v), ",".join(g.rows), g.threshold,
+    print("%s: learned %r from %d example(s) as %d templates, %d negative(s): rows %s, threshold %.3f%s"
+          % (args.library, g.name, len(ex_v), len(g.templates), len(neg_v), ",".join(g.rows), g.threshold,
              "" if not g.learned.get("positive") else
              ", example distances %s" % " ".join("%.3f" % d for d in g.learned["positive"])))
     return 0

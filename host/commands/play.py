@@ -5,6 +5,7 @@
 
 Frames are paced by absolute deadlines; Ctrl-C (or the end) leaves the robot in its failsafe
 state; a summary of what was sent is printed at the end. STAFF is a staff PNG or a BVH file.
+`--osc HOST:PORT` / `--vmc HOST:PORT` also stream every frame sent to the robot (docs/osc.md).
 """
 
 import json
@@ -27,6 +28,10 @@ def add_arguments(p):
     p.add_argument("--to", dest="to_s", type=float, default=None, help="stop at T seconds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--osc", metavar="HOST:PORT", help="also stream every frame sent as OSC "
+                   "(/motionstaff/frame ..., see docs/osc.md; default port 9000)")
+    p.add_argument("--vmc", metavar="HOST:PORT", help="also stream every frame sent as VMC bones "
+                   "(default port 39539)")
 
 
 def load_staff(path):
@@ -38,6 +43,31 @@ def load_staff(path):
     except ImportError:
         raise OSError("%s: reading staff files needs host/stafffile.py" % path)
     return read_staff(path)
+
+
+def _stream_outputs(args, staff, player, driver):
+    """--osc / --vmc: OSC and VMC outputs fed every frame the player sends to the robot (frame
+    index and time count the frames sent: k, k / fps)."""
+    if not (getattr(args, "osc", None) or getattr(args, "vmc", None)):
+        return []
+    from host.commands.stream import outputs_for
+    try:
+        outs = outputs_for(staff, args.osc, args.vmc)
+    except Exception:
+        driver.close()
+        raise
+    send = player.send_frame
+    sent = [0]
+
+    def send_and_stream(values, t_s=None):
+        out = send(values, t_s)
+        k = sent[0]
+        sent[0] += 1
+        for o in outs:
+            o(k, k / staff.fps, values, None)
+        return out
+    player.send_frame = send_and_stream
+    return outs
 
 
 def run(args):
@@ -58,6 +88,7 @@ def run(args):
     opts = dict(robot.options)
     driver = open_driver(controller, args.port, baud=args.baud or robot.baud, **opts)
     player = Player(robot, driver, row_names=staff.names, mapping=args.mapping)
+    outs = _stream_outputs(args, staff, player, driver)
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
@@ -77,6 +108,8 @@ def run(args):
         if bar is not None:
             bar.close()
         driver.close()
+        for out in outs:
+            out.close()
     summary["interrupted"] = interrupted
     summary["mapping"] = getattr(robot, "mapping_used", None)
     summary["servos_driven"] = len(player.rows)
