@@ -134,6 +134,20 @@ def test_benchmark_protocol_numbers():
     assert (s1["hop"]["tp"], s1["all"]["fp"]) == (2, 0)
 
 
+@need_data
+def test_leave_one_take_out_numbers():
+    """Every clip scored whole by gestures learned without its take: no false positives."""
+    from host.gestures.evaluate import evaluate_takes, load_clips
+    rows, s = evaluate_takes(load_clips(DATA))
+    assert [(s[g]["tp"], s[g]["fn"]) for g in ("kick", "walk_start", "hop")] == [(3, 0), (2, 0), (1, 2)]
+    assert s["all"]["fp"] == 0
+    assert {r["take"] for r in rows} >= {"05_20", "131_01.bvh", "dataset-1_dance-short_normal_001.bvh"}
+    # the two files of the 05_20 take never train a fold that tests the other
+    for r in rows:
+        if r["take"] == "05_20":
+            assert not any(t[0].startswith("05_20") for t in r["train"])
+
+
 def test_amplitude_copies_have_own_thresholds_and_round_trip(tmp_path):
     """A bump twice as high as the examples is found thanks to the x2 copy (own threshold),
     not without it; thresholds and amplitudes survive the library file."""

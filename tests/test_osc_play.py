@@ -64,5 +64,6 @@ def test_play_streams_osc_and_vmc(tmp_path, capsys):
 def test_play_bad_osc_target_exits_2(capsys):
     if not CLIP.exists():
         pytest.skip("clip not found")
-    assert main(["play", str(CLIP), "--port", "loop://", "--robot", "khr17-maestro", "--osc", "127.0.0.1:notaport"]) == 2
+    assert main(["play", str(CLIP), "--port", "loop://", "--robot", "khr17-maestro",
+                 "--osc", "127.0.0.1:notaport"]) == 2
     assert capsys.readouterr().err.startswith("motionstaff:")

@@ -35,7 +35,7 @@ BUILTIN_CLIP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 
 def default_config(body="clip", chip="bno055", rate_hz=30.0, clip="builtin", seed=1,
-                   estimator="orient", camera=False):
+                   estimator="ekf", camera=False):
     cfg = {"format": FORMAT, "version": 1, "rate_hz": float(rate_hz), "bits": 8, "body": body,
            "estimator": estimator,
            "subject": {"clip": clip, "seed": seed, "calib_s": 1.0, "blend_s": 0.5, "noise": {},

@@ -83,7 +83,8 @@ class Subject:
             self.duration_s = self.calib_s + self.blend_s + motion.duration_s
         else:
             self._clip_values = None
-            self.duration_s = float("inf")
+            # a finite motion function (device.capture.retarget.RetargetedMotion) has a duration
+            self.duration_s = self.calib_s + self.blend_s + float(getattr(motion, "duration_s", float("inf")))
         self._home = skeleton.home.copy()
         if self._clip_values is not None:
             # the calibration pose stands where the clip starts (root position), facing +0
@@ -107,13 +108,19 @@ class Subject:
         if t_s < self.calib_s:
             q = self._home.copy()
         else:
-            tm = t_s - self.calib_s - self.blend_s
-            q = self._motion_q(max(tm, 0.0))
-            if tm < 0:
-                # blend from the calibration pose into the first frame (smoothstep)
-                u = (t_s - self.calib_s) / self.blend_s
-                u = u * u * (3 - 2 * u)
-                q = self._home + (q - self._home) * u
+            # blend from the calibration pose into the moving clip, twice differentiable: with
+            # u(s) = smootherstep (u', u'' zero at both ends) and the clip's clock tau running at
+            # speed u (so it has advanced blend_s / 2 at the end of the blend),
+            # q = home + (m(tau) - home) u: q, qd and qdd are continuous. (A blend into the first
+            # frame at rest, then the clip at full speed, jumped the velocity: a 180 m/s^2 spike
+            # in every accelerometer that threw the model estimators off.)
+            s = (t_s - self.calib_s) / self.blend_s if self.blend_s > 0 else 1.0
+            if s >= 1.0:
+                q = self._motion_q(t_s - self.calib_s - 0.5 * self.blend_s)
+            else:
+                u = s * s * s * (10 - 15 * s + 6 * s * s)
+                tau = self.blend_s * (2.5 * s ** 4 - 3 * s ** 5 + s ** 6)     # blend_s * integral of u
+                q = self._home + (self._motion_q(tau) - self._home) * u
         for j, d in enumerate(self.sk.dofs):
             if d.kind == "rotation" and d.unit == "deg":
                 q[j] = (q[j] + 180.0) % 360.0 - 180.0

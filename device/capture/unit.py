@@ -82,6 +82,24 @@ class Unit:
         sub = cfg.get("subject")
         self.clip = None
         body = cfg["body"]
+        est_name = cfg.get("estimator", "ekf")
+        self.retargeted = False
+        if skeleton is None and replay is None and body == "clip" and est_name != "orient":
+            # a model estimator (the torque-state EKF) needs a body with masses and joints away
+            # from gimbal lock: the human model performs the clip (device/capture/retarget.py)
+            body = "human"
+            self.retargeted = True
+        elif (skeleton is None and replay is None and sub is not None and body in ("human", "human-floating", "humanoid18")
+              and (clip_path or sub.get("clip", "builtin") not in (None, "builtin"))):
+            self.retargeted = True          # an explicit clip on a built-in body: retargeted
+        self.body = body
+        threads = cfg.get("blas_threads", 1)
+        if threads and est_name != "orient":
+            # the EKF's 144 x 144 algebra on a threaded BLAS: 127 ms a frame instead of 5 on a
+            # loaded 2-core unit (device/estimate/blas.py); "blas_threads": 0 leaves BLAS alone
+            import scipy.linalg  # noqa: F401  (load scipy's OpenBLAS too, then limit both)
+            from device.estimate.blas import set_blas_threads
+            set_blas_threads(int(threads))
         if skeleton is not None:
             self.skeleton = skeleton
         elif body == "single-imu":
@@ -101,7 +119,14 @@ class Unit:
         self.specs = specs
         self.subject = None
         if sub is not None and replay is None:
-            motion = self.clip if self.clip is not None else _synthetic_motion(sk, sub.get("seed", 1))
+            if self.retargeted:
+                from device.capture.retarget import retarget_clip
+                motion = retarget_clip(load_bvh(clip_path or _clip_path(sub)), sk, max_s=sub.get("max_s"),
+                                       fps=max(30.0, self.rate_hz))
+            elif self.clip is not None:
+                motion = self.clip
+            else:
+                motion = _synthetic_motion(sk, sub.get("seed", 1))
             self.subject = Subject(sk, motion, specs, seed=sub.get("seed", 1),
                                    calib_s=sub.get("calib_s", 1.0), blend_s=sub.get("blend_s", 0.5),
                                    noise=sub.get("noise"), outages=sub.get("outages", ()))
@@ -236,8 +261,14 @@ class Unit:
             if self.camera is not None:
                 obs.markers2d, obs.camera = self.markers2d, self.camera.model
         else:
-            # device.estimate's contract: gyro and specific force in each sensor's frame
+            # device.estimate's contract: gyro and specific force in each sensor's frame; the
+            # gyro bias found at rest is removed here (the model filters have no bias state:
+            # uncorrected, 0.5 deg/s integrates into the unobserved rotations about gravity)
             from device.estimate.observation import Observation
+            bias = self.calibrated["gyro_bias"]
+            for name, v in imu.items():
+                if v is not None and name in bias:
+                    imu[name] = (v[0] - bias[name], v[1])
             if self.camera is not None and any(v is not None for v in self.markers2d.values()):
                 if not hasattr(self, "_est_camera"):
                     self._est_camera = self.camera.model.to_estimate_camera()
@@ -266,7 +297,7 @@ class Unit:
                 sk.features.append(f)
             if R is not None:
                 f.orientation = mat_to_quat(R)
-        name = self.cfg.get("estimator", "orient")
+        name = self.cfg.get("estimator", "ekf")
         if name == "orient":
             fifo = [s.get("fifo_rate_hz", 250) for s in self.specs if s["chip"] != "bno055"]
             est = OrientEstimator(sk, self.dt_s, imu_links, res["mounts"],
