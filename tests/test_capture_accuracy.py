@@ -24,19 +24,20 @@ def _run(cfg, clip=None, seconds=5.0):
 
 @pytest.mark.parametrize("clip", ["131_03.bvh", "05_20-mb.bvh", "05_20-daz.bvh"])
 def test_held_out_cmu_clips_within_2_deg(shared_data, clip):
-    rms, unit, loop = _run(default_config(), str(shared_data / "bvh" / clip))
+    # the pass-through estimator on the clip's own BVH skeleton (the EKF: test_capture_ekf.py)
+    rms, unit, loop = _run(default_config(estimator="orient"), str(shared_data / "bvh" / clip))
     assert rms <= 2.0, rms
     assert loop.stats.frames == 150 and loop.stats.skipped == 0
 
 
 def test_held_out_bandai_namco_clip_within_2_deg(shared_data):
-    rms, unit, _ = _run(default_config(), str(shared_data / "bvh" / "dataset-1_kick_normal_001.bvh"))
+    rms, unit, _ = _run(default_config(estimator="orient"), str(shared_data / "bvh" / "dataset-1_kick_normal_001.bvh"))
     assert rms <= 2.0, rms
 
 
 @pytest.mark.parametrize("body", ["human", "human-floating"])
 def test_human_model_within_2_deg(body):
-    rms, unit, _ = _run(default_config(body=body), seconds=4.0)
+    rms, unit, _ = _run(default_config(body=body, estimator="orient"), seconds=4.0)
     assert unit.skeleton.ndof == (48 if body == "human" else 54)
     assert len(unit.slots) == 22       # every link that has dofs, and the pelvis (the neck has none)
     assert rms <= 2.0, rms
@@ -44,13 +45,13 @@ def test_human_model_within_2_deg(body):
 
 def test_gyro_accel_chips_through_the_fifo_within_2_deg():
     """MPU-6050s read through their FIFO at 250 Hz, a Mahony filter per sensor (human model)."""
-    rms, unit, _ = _run(default_config(body="human", chip="mpu6050"), seconds=5.0)
+    rms, unit, _ = _run(default_config(body="human", chip="mpu6050", estimator="orient"), seconds=5.0)
     assert all(s.driver.fifo_rate_hz == 250.0 for s in unit.slots)
     assert rms <= 2.0, rms
 
 
 def test_estimate_survives_dropouts_and_an_outage():
-    cfg = default_config()
+    cfg = default_config(estimator="orient")
     cfg["subject"]["noise"] = {"dropout": 0.02}
     cfg["subject"]["outages"] = [{"sensor": "LeftKnee_imu", "start_s": 2.0, "end_s": 2.6}]
     rms, unit, loop = _run(cfg, seconds=4.0)
@@ -87,7 +88,7 @@ def test_codes_match_the_codec():
 
 def test_camera_markers_give_the_root_position():
     """human-floating + the simulated camera: the root's position from 2D markers (one camera)."""
-    unit = build_unit(default_config(body="human-floating", camera=True))
+    unit = build_unit(default_config(body="human-floating", camera=True, estimator="orient"))
     loop = CaptureLoop(unit, truth=True)
     est = []
     loop.outputs.append(lambda k, t, v, c: est.append([np.nan if x is None else x for x in v]))

@@ -68,7 +68,7 @@ def test_realtime_skips_missed_frames_and_keeps_the_timeline(tmp_path):
 
 def test_record_equals_output_and_reads_back_as_staff(tmp_path):
     from host.formats import read_motion
-    unit = build_unit(default_config())
+    unit = build_unit(default_config(estimator="orient"))      # the clip's own skeleton
     p = str(tmp_path / "rec.msr")
     loop = CaptureLoop(unit, record=p, frames_per_block=4)
     got = []

@@ -27,6 +27,11 @@ if [ "$extra" = "test" ]; then
       echo "setup: please install: ${need[*]}" >&2
     fi
   fi
+  # Blender, to check that Blender's own importer reads the BVH files we write
+  if ! command -v blender >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq blender >/dev/null \
+      || echo "setup: blender could not be installed; its test will be skipped" >&2
+  fi
   [ -f tools/ci_deps.sh ] && bash tools/ci_deps.sh
   [ -f tools/setup_mpy.sh ] && bash tools/setup_mpy.sh
 fi

@@ -3,6 +3,7 @@
     from host.gestures.evaluate import load_clips, evaluate, LABELS
     clips = load_clips("/work/shared/data/bvh")           # {file: (F, nfeat) at 30 fps}
     rows, summary = evaluate(clips)                       # per-fold rows, per-gesture summary
+    rows, summary = evaluate_takes(clips)                 # stricter: leave one take out
 
 LABELS holds each gesture's instances (clip, first frame, last frame at 30 fps). They follow
 from written definitions of the motions, checked on every clip with `definition_evidence`
