@@ -62,7 +62,14 @@ def test_the_ekf_needs_sub_steps_at_30_hz():
     from device.estimate import make_estimator
     from device.estimate.simulate import SensorNoise, simulate
 
+    from device.body.skeleton import Feature
+    from device.capture.config import place_sensors
+
     sk = human_model()
+    have = {f.name for f in sk.features}
+    for s in place_sensors(sk):                        # the unit's 22 IMUs (fingers, toes too)
+        if s["name"] not in have:
+            sk.features.append(Feature(s["name"], sk.link_index(s["link"]), "imu", s["position"]))
     fps = 30.0
     fn = _synthetic_motion(sk, 1)
     q = np.array([fn(t) for t in np.arange(int(3 * fps)) / fps])
