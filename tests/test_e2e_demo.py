@@ -14,10 +14,11 @@ KEYS = ("rms_deg", "latency_p50_ms", "latency_p99_ms", "frames_captured", "frame
 
 
 def test_pipeline_short_run_reports_and_writes_every_file(tmp_path):
-    r = run_pipeline(str(tmp_path), seconds=2.0, estimator="orient", camera=True, progress=False,
+    r = run_pipeline(str(tmp_path), seconds=2.0, estimator="ekf", camera=True, progress=False,
                      gif_frames=4)
     for k in KEYS:
         assert k in r, k
+    assert r["estimator"] == "ekf" and "estimator" not in r["not_measured"]   # no fallback
     n = r["frames_captured"]
     assert n == round(3.5 * 30) and r["frames_streamed"] == n and r["frames_delivered"] == n
     assert r["corrupted_frames_delivered"] == 0

@@ -11,7 +11,7 @@ from host.demo.pipeline import capture, default_clip
 
 
 def _run(tmp_path, faults, seconds=3.5):
-    return capture(str(tmp_path), default_clip(), seconds, estimator="orient", camera=False,
+    return capture(str(tmp_path), default_clip(), seconds, estimator="ekf", camera=False,
                    faults=faults)
 
 

@@ -1,14 +1,18 @@
 """The unit's configuration: one JSON document describes sensors, buses, skeleton, placement, outputs.
 
     from device.capture.config import default_config, load_config
-    cfg = default_config()                       # the simulated unit: CMU clip, one BNO055 per segment
+    cfg = default_config()                       # the simulated unit: CMU clip (on the human model), EKF
     cfg = default_config(body="human", chip="mpu6050", rate_hz=100)
     cfg = load_config("unit.json")               # FormatError naming the bad field
 
     {"format": "motionstaff-unit", "version": 1, "rate_hz": 30, "bits": 8,
      "body": "clip" | "human" | "human-floating" | "humanoid18" | "path/to/skeleton.json",
-     "estimator": "orient" | "ekf" | ...,        # make_estimator() names when device.estimate has them
-     "subject": {"clip": "builtin" | "walk.bvh", "seed": 1, "noise": {...}, "outages": [...]} | null,
+     "estimator": "ekf" | "orient" | ...,        # default "ekf" (the torque-state EKF); make_estimator()
+                                                 # names, or "orient" (segment orientations, no dynamics)
+     "blas_threads": 1,                          # OpenBLAS threads with a model estimator (0: leave it)
+     "subject": {"clip": "builtin" | "walk.bvh", "seed": 1, "noise": {...}, "outages": [...],
+                 "max_s": null | seconds retargeted} | null,   # ekf + body "clip": the human model
+                                                               # performs the clip (capture/retarget.py)
      "calibration": {"still_s": 1.0},
      "buses": {"main": "sim-i2c://0"},           # name -> URL (i2c://1 on a Pi)
      "sensors": [{"name": "l_thigh_imu", "chip": "bno055" | "mpu6050" | "mpu9250",

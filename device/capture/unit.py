@@ -9,6 +9,11 @@
 Calibration runs first: for calibration still_s seconds the unit collects readings (the subject
 stands in the home pose), then aligns sensors to segments and starts the estimator from that
 pose. A `replay` source replaces the buses with a raw log (device.capture.rawlog).
+
+The default estimator is the torque-state EKF ("ekf"): it gets device.estimate's Observation
+(gyro minus the calibrated bias, specific force, 2D markers + camera). With a model estimator,
+body "clip" is the human model performing the clip (device/capture/retarget.py; unit.retargeted),
+and BLAS is limited to cfg["blas_threads"] (default 1) threads. See docs/capture.md.
 """
 
 import importlib
@@ -22,7 +27,7 @@ from device.capture.bvhclip import load_bvh
 from device.capture.calibrate import StillCalibration
 from device.capture.config import BUILTIN_CLIP, place_sensors
 from device.capture.orient import OrientEstimator
-from device.capture.rot import mat_to_quat
+from device.capture.rot import mat_to_quat, quat_to_mat
 from device.capture.subject import Subject, _rpy
 from device.hal import open_i2c
 from device.hal.tca9548a import TCA9548A
@@ -269,12 +274,23 @@ class Unit:
             for name, v in imu.items():
                 if v is not None and name in bias:
                     imu[name] = (v[0] - bias[name], v[1])
+            # fused-orientation chips (BNO055): their world orientation, turned into the
+            # skeleton's world by the calibration's heading W (W R_sensor = R_link R_mount at
+            # rest), is observed too: without it, IMU-only, the EKF lost the weakly observed
+            # rotations (hip and shoulder twist) on fast clips within seconds
+            ori = {}
+            if orient and self.cfg.get("fused_orientation", True):
+                W = self.calibrated["world"]
+                for name, qt in orient.items():
+                    qt = np.asarray(qt, float)
+                    if np.linalg.norm(qt) > 0.5:
+                        ori[name] = W @ quat_to_mat(qt / np.linalg.norm(qt))
             if self.camera is not None and any(v is not None for v in self.markers2d.values()):
                 if not hasattr(self, "_est_camera"):
                     self._est_camera = self.camera.model.to_estimate_camera()
-                obs = Observation(t_s, imu=imu, markers2d=self.markers2d, camera=self._est_camera)
+                obs = Observation(t_s, imu=imu, markers2d=self.markers2d, camera=self._est_camera, orient=ori)
             else:
-                obs = Observation(t_s, imu=imu)
+                obs = Observation(t_s, imu=imu, orient=ori)
         q = self.estimator.step(obs)
         self.last_q = q
         self.last_good_q = np.where(np.isnan(q), self.last_good_q, q)

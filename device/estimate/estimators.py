@@ -11,8 +11,8 @@ kinds:
                as gravity + centripetal only, so its noise is raised to cv_accel_sigma_m_s2)
   "ca"         state [q, qd, qdd], constant acceleration, same observation models
   "fusion"     one imufusion AHRS per IMU, joint angles by IK on the segment orientations
-options (all optional): gyro_sigma_rad_s, accel_sigma_m_s2, marker_sigma_m, pixel_sigma_px
-(measurement noise); accel_sigma_rad_s2 / tau_sigma / jacobian / armature (ekf);
+options (all optional): gyro_sigma_rad_s, accel_sigma_m_s2, marker_sigma_m, pixel_sigma_px,
+orient_sigma_rad (measurement noise); accel_sigma_rad_s2 / tau_sigma / jacobian / armature (ekf);
 cv_accel_sigma_rad_s2 (cv process), ca_jerk_sigma_rad_s3 (ca), p0_sigma, clamp, camera.
 """
 
@@ -40,7 +40,7 @@ def make_estimator(kind, skeleton, dt_s, **opts):
     if ekf:
         opts.setdefault("damping", 0.5)
     mkw = {k: opts.pop(k) for k in ("gyro_sigma_rad_s", "accel_sigma_m_s2", "marker_sigma_m",
-                                    "pixel_sigma_px") if k in opts}
+                                    "pixel_sigma_px", "orient_sigma_rad") if k in opts}
     ekw = {k: opts.pop(k) for k in ("p0_sigma", "clamp", "camera") if k in opts}
     if kind in ("ekf", "ekf-euler"):
         # tuned on the benchmark's run clip (docs/estimation.md): the floating-body model misses

@@ -5,7 +5,8 @@
     z, h, H, r = mm.linearise(lin, obs, nx)               # lin: process.Linearisation at the prior
 
 Only observations present in `obs` make rows (missing ones simply drop out). Rows, in order:
-3D markers (x, y, z per marker), 2D markers (u, v), IMUs (gyro xyz, accel xyz). r: variances.
+3D markers (x, y, z per marker), 2D markers (u, v), IMUs (gyro xyz, accel xyz), fused
+orientations (rotation-vector error in the world, when obs.orient has them). r: variances.
 
 For a feature on link l (world position p, sensor rotation Rs = R_link R_feature):
   marker3d  h = p,              H_q = J(p)  (columns a_j x (p - o_j) or a_j, from FK dof axes)
@@ -20,13 +21,14 @@ For a feature on link l (world position p, sensor rotation Rs = R_link R_feature
 import numpy as np
 
 from device.body.dynamics import _cross
+from device.body.ik import _rotvec
 
 
 class MeasurementModel:
     """Stacks observation rows for a skeleton's features (noise standard deviations in SI)."""
 
     def __init__(self, model, gyro_sigma_rad_s=0.02, accel_sigma_m_s2=0.3, marker_sigma_m=0.005,
-                 pixel_sigma_px=2.0):
+                 pixel_sigma_px=2.0, orient_sigma_rad=0.02):
         self.model = model
         sk = model.skeleton
         self.index = {f.name: k for k, f in enumerate(sk.features)}
@@ -37,6 +39,7 @@ class MeasurementModel:
         self.accel_sigma = float(accel_sigma_m_s2)
         self.marker_sigma = float(marker_sigma_m)
         self.pixel_sigma = float(pixel_sigma_px)
+        self.orient_sigma = float(orient_sigma_rad)
 
     def _indices(self, table, what):
         names, vals = [], []
@@ -104,6 +107,21 @@ class MeasurementModel:
             Hs.append(H)
             rs.append(np.tile(np.r_[np.full(3, self.gyro_sigma ** 2), np.full(3, self.accel_sigma ** 2)],
                               len(idx)))
+        orient = getattr(obs, "orient", None)
+        idx, vals = self._indices(orient, "orient") if orient else (np.zeros(0, int), [])
+        if len(idx):
+            # fused orientation (BNO055): y = log(R_meas R_s') (world frame), H_q = Jw (the
+            # world axes of the rotation dofs above the sensor; exact for a left perturbation)
+            _, Rs, b = self.features(kin, idx)
+            Rm = np.array(vals).reshape(-1, 3, 3)
+            e = _rotvec(Rm @ Rs.transpose(0, 2, 1))
+            rmask = self._mask(b) * m.is_rot[None, :]
+            H = np.zeros((len(idx), 3, nx))
+            H[:, :, :n] = kin.axis.T[None] * rmask[:, None, :]
+            zs.append(e.ravel())
+            hs.append(np.zeros(3 * len(idx)))
+            Hs.append(H.reshape(-1, nx))
+            rs.append(np.full(3 * len(idx), self.orient_sigma ** 2))
         if not zs:
             return np.zeros(0), np.zeros(0), np.zeros((0, nx)), np.zeros(0)
         return np.concatenate(zs), np.concatenate(hs), np.vstack(Hs), np.concatenate(rs)

@@ -9,7 +9,8 @@
                       markers2d={"l_hand_m1": (640.0, 300.0)}, camera=cam)
 
 IMU: angular velocity (rad/s) and specific force (m/s^2, accel - gravity) in the sensor's own
-frame (the feature's orientation). Markers: world positions (m) or pixel coordinates in one
+frame (the feature's orientation). orient (optional): a fused-orientation sensor's (BNO055)
+world rotation of that frame, {feature: (3, 3)}, in the skeleton's world. Markers: world positions (m) or pixel coordinates in one
 camera. A None or absent entry is a missing observation.
 """
 
@@ -19,11 +20,12 @@ import numpy as np
 class Observation:
     """One frame of observations at time t_s (see the module docstring)."""
 
-    __slots__ = ("t_s", "imu", "markers3d", "markers2d", "camera")
+    __slots__ = ("t_s", "imu", "markers3d", "markers2d", "camera", "orient")
 
-    def __init__(self, t_s, imu=None, markers3d=None, markers2d=None, camera=None):
+    def __init__(self, t_s, imu=None, markers3d=None, markers2d=None, camera=None, orient=None):
         self.t_s = float(t_s)
         self.imu = dict(imu or {})
+        self.orient = dict(orient or {})      # {imu feature: world rotation (3, 3) of the sensor}
         self.markers3d = dict(markers3d or {})
         self.markers2d = dict(markers2d or {})
         self.camera = camera
@@ -32,8 +34,8 @@ class Observation:
 
     def __repr__(self):
         n = lambda d: sum(v is not None for v in d.values())
-        return "Observation(t=%.3f s, %d imu, %d 3D, %d 2D)" % (
-            self.t_s, n(self.imu), n(self.markers3d), n(self.markers2d))
+        return "Observation(t=%.3f s, %d imu, %d 3D, %d 2D, %d orient)" % (
+            self.t_s, n(self.imu), n(self.markers3d), n(self.markers2d), n(self.orient))
 
 
 class Camera:

@@ -70,11 +70,13 @@ class _Progress:
             self.bar.close()
 
 
-def _build_unit(clip, estimator, rate_hz, seed, camera, configure=None):
+def _build_unit(clip, estimator, rate_hz, seed, camera, configure=None, seconds=None):
     from device.capture.config import default_config
     from device.capture.unit import build_unit
     cfg = default_config(estimator=estimator, rate_hz=rate_hz, seed=seed, camera=camera)
     cfg["subject"]["clip"] = clip
+    if seconds is not None:
+        cfg["subject"]["max_s"] = float(seconds) + 0.5   # retarget only what will be performed
     if configure is not None:
         configure(cfg)                 # tests: outages, noise, ...
     return build_unit(cfg, clip_path=clip)
@@ -89,7 +91,7 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     from device.servo.robot import load_robot
 
     notes = notes if notes is not None else {}
-    unit = _build_unit(clip, estimator, rate_hz, seed, camera, configure)
+    unit = _build_unit(clip, estimator, rate_hz, seed, camera, configure, seconds)
     calib_s = unit.cfg["subject"].get("calib_s", 1.0) + unit.cfg["subject"].get("blend_s", 0.5)
     dur = seconds + calib_s
     if unit.subject is not None and np.isfinite(unit.subject.duration_s):

@@ -23,15 +23,23 @@ import numpy as np
 LIMIT_AS = 2 << 30
 
 
-def _capture_child(path, wfd, seed):
+def demo_unit(seed=1, estimator="ekf", seconds=None, camera=False):
+    """The demo's simulated unit (default: the torque-state EKF on the human model performing
+    the clip), built once; forked children each run a pristine copy of it."""
     from device.capture.config import default_config
-    from device.capture.loop import CaptureLoop
     from device.capture.unit import build_unit
     from host.demo.pipeline import default_clip
-    cfg = default_config(seed=seed)
+    cfg = default_config(seed=seed, estimator=estimator, camera=camera)
     clip = default_clip()
     cfg["subject"]["clip"] = clip
-    loop = CaptureLoop(build_unit(cfg, clip_path=clip), record=path)
+    if seconds is not None:
+        cfg["subject"]["max_s"] = float(seconds)
+    return build_unit(cfg, clip_path=clip)
+
+
+def _capture_child(unit, path, wfd):
+    from device.capture.loop import CaptureLoop
+    loop = CaptureLoop(unit, record=path)
     out = os.fdopen(wfd, "w")
 
     def report(k, t_s, values, codes):
@@ -46,12 +54,14 @@ def _codes(text):
     return [None if c == "-" else int(c) for c in text.split(",")]
 
 
-def power_cut(d, trials=50, seed=8, max_frames=75):
+def power_cut(d, trials=50, seed=8, max_frames=75, estimator="ekf"):
     """Kill the capture process (SIGKILL) after a seeded number of frames, `trials` times; check
-    every frame it reported written is in the container it leaves, byte for byte, in order."""
+    every frame it reported written is in the container it leaves, byte for byte, in order.
+    The unit (the demo's: EKF, camera off) is built once here; each trial forks a fresh copy."""
     from protocol import container
     rng = random.Random(seed)
-    res = {"trials": trials, "frames_written": 0, "frames_recovered": 0, "written_lost": 0,
+    unit = demo_unit(estimator=estimator, seconds=max_frames / 30.0 + 1.0)
+    res = {"trials": trials, "estimator": estimator, "rows": unit.skeleton.ndof, "frames_written": 0, "frames_recovered": 0, "written_lost": 0,
            "written_differ": 0, "not_a_prefix": 0, "extra_recovered": 0}
     for trial in range(trials):
         path = os.path.join(d, "cut%d.msr" % trial)
@@ -61,7 +71,7 @@ def power_cut(d, trials=50, seed=8, max_frames=75):
         if pid == 0:                               # the unit
             os.close(r)
             try:
-                _capture_child(path, w, trial)
+                _capture_child(unit, path, w)
             finally:
                 os._exit(0)
         os.close(w)
@@ -96,15 +106,17 @@ def _err(cap, rows, a_s, b_s):
     return float(np.sqrt(np.nanmean(d ** 2)))
 
 
-def imu_outage(d, sensor="LeftKnee_imu", link_name="LeftKnee", start_s=3.0, end_s=4.0, seconds=4.5):
-    """The demo's capture + stream with one IMU powered off from start_s to end_s."""
+def imu_outage(d, estimator="ekf", start_s=3.0, end_s=4.0, seconds=4.5):
+    """The demo's capture + stream with the left shank's IMU powered off from start_s to end_s
+    (EKF: the human model performing the clip; "orient": the clip's own skeleton)."""
+    sensor, link_name = ("l_shank_imu", "l_shank") if estimator != "orient" else ("LeftKnee_imu", "LeftKnee")
     from host.demo.checks import link_checks
     from host.demo.pipeline import capture, default_clip
     from protocol import container
 
     def configure(cfg):
         cfg["subject"]["outages"] = [{"sensor": sensor, "start_s": start_s, "end_s": end_s}]
-    cap = capture(d, default_clip(), seconds, estimator="orient", camera=False, configure=configure)
+    cap = capture(d, default_clip(), seconds, estimator=estimator, camera=False, configure=configure)
     unit, loop = cap["unit"], cap["loop"]
     sk = unit.skeleton
     link = sk.link_index(link_name)
@@ -113,7 +125,7 @@ def imu_outage(d, sensor="LeftKnee_imu", link_name="LeftKnee", start_s=3.0, end_
     others = [j for j, x in enumerate(sk.dofs) if x.kind == "rotation" and x.link not in near
               and sk.links[x.link].parent >= 0]
     slot = [s for s in unit.slots if s.name == sensor][0]
-    return {"sensor": sensor, "stale_frames": slot.stale_frames, "rejoins": slot.rejoins,
+    return {"sensor": sensor, "estimator": cap["estimator"], "stale_frames": slot.stale_frames, "rejoins": slot.rejoins,
             "alive_at_end": bool(slot.alive),
             "frames_planned": cap["frames_planned"], "frames_captured": loop.frame_index,
             "skipped": loop.stats.skipped, "frames_streamed": cap["streamer"].frames,
