@@ -10,6 +10,8 @@
      "estimator": "ekf" | "orient" | ...,        # default "ekf" (the torque-state EKF); make_estimator()
                                                  # names, or "orient" (segment orientations, no dynamics)
      "blas_threads": 1,                          # OpenBLAS threads with a model estimator (0: leave it)
+     "estimator_options": {},                    # make_estimator(**options), e.g. {"armature": 0.05}
+     "fused_orientation": true,                  # BNO055 orientations to the EKF (obs.orient)
      "subject": {"clip": "builtin" | "walk.bvh", "seed": 1, "noise": {...}, "outages": [...],
                  "max_s": null | seconds retargeted} | null,   # ekf + body "clip": the human model
                                                                # performs the clip (capture/retarget.py)

@@ -292,9 +292,62 @@ class Unit:
             else:
                 obs = Observation(t_s, imu=imu, orient=ori)
         q = self.estimator.step(obs)
+        if getattr(obs, "orient", None) and hasattr(self.estimator, "meas"):
+            q = self._branch_check(obs, q)
         self.last_q = q
         self.last_good_q = np.where(np.isnan(q), self.last_good_q, q)
         return q
+
+    def _branch_check(self, obs, q, bad_deg=12.0, good_deg=6.0, frames=2):
+        """Recovery for a model estimator that left the fused orientations' branch.
+
+        At an Euler shoulder's gimbal lock (abduction 90 deg: flexion and rotation share an
+        axis) only their difference is observed; the filter may slide along the other
+        combination and come out on a wrong branch (05_20-daz: 20 deg RMS). When some sensor's
+        orientation is off by more than bad_deg for `frames` frames, IK on the fused
+        orientations is solved from the last agreeing pose and from the estimates 0.5 s and
+        1 s earlier; of the solutions that fit (< good_deg) the one nearest the oldest of those
+        poses (before the slide) restarts the filter.
+        """
+        est = self.estimator
+        names = [n for n in obs.orient if n in est.meas.index]
+        if not names:
+            return q
+        idx = np.array([est.meas.index[n] for n in names])
+        Rm = np.array([obs.orient[n] for n in names])
+
+        def worst_deg(q_dof):
+            _, Rs, _ = est.meas.features(est.model.kinematics(est.model.to_si(q_dof)), idx)
+            c = (np.einsum("kij,kij->k", Rm, Rs) - 1.0) / 2.0
+            return float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))).max())
+
+        hist = self.__dict__.setdefault("_q_hist", [])
+        hist.append(q.copy())
+        del hist[:-int(1.0 * self.rate_hz) - 1]
+        worst = worst_deg(q)
+        if worst < good_deg:
+            self._good_q = q.copy()
+            self._bad = 0
+            return q
+        self._bad = getattr(self, "_bad", 0) + (worst > bad_deg)
+        if self._bad < frames or getattr(self, "_good_q", None) is None:
+            return q
+        from device.body.ik import solve_ik
+        ref = hist[0]
+        best = None
+        for seed in (self._good_q, hist[len(hist) // 2], hist[0]):
+            q_ik, _ = solve_ik(self.skeleton, orientations=dict(zip(names, Rm)), q0=seed,
+                               max_iter=100, orientation_weight=1.0)
+            if worst_deg(q_ik) < good_deg:
+                dist = float(np.sum(((q_ik - ref) / 180.0) ** 2))
+                if best is None or dist < best[0]:
+                    best = (dist, q_ik)
+        self._bad = 0
+        if best is None:
+            return q
+        est.initialise(best[1], t_s=obs.t_s)
+        self.branch_resets = getattr(self, "branch_resets", 0) + 1
+        return est.q_dof
 
     def _finish_calibration(self):
         res = self.calibration.result()
@@ -324,7 +377,7 @@ class Unit:
                 est.start_ahrs(n, R)
         else:
             mod = importlib.import_module("device.estimate")
-            est = mod.make_estimator(name, sk, self.dt_s)
+            est = mod.make_estimator(name, sk, self.dt_s, **dict(self.cfg.get("estimator_options") or {}))
         est.initialise(sk.home.copy())
         self.estimator = est
 
