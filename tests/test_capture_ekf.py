@@ -3,8 +3,9 @@
 What went wrong before (docs/capture.md, "Estimation"): the EKF integrated a 30 Hz frame in one
 RK4 step (it diverged: the benchmark only ever ran it at 60 Hz), the calibrated gyro bias was
 not removed, the subject's blend-in jumped the velocity (a 180 m/s^2 accelerometer spike), the
-clip's own BVH skeleton has no dynamics worth the name, and a threaded BLAS made a frame cost
-100+ ms. Seeded; no wall-clock assertions.
+clip's own BVH skeleton has no dynamics worth the name, the BNO055s' fused orientations never
+reached the EKF, an Euler shoulder through gimbal lock left the filter on a wrong branch, and a
+threaded BLAS made a frame cost 100+ ms. Seeded; no wall-clock assertions.
 """
 
 import numpy as np
