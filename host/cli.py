@@ -9,6 +9,7 @@ OSError) becomes one line on stderr and exit status 2, never a traceback.
 
 import argparse
 import importlib
+import os
 import sys
 
 from protocol.errors import FormatError
@@ -79,6 +80,13 @@ def main(argv=None):
         parser = build_parser(only=chosen)
         args = parser.parse_args(argv)
         return int(_module(chosen).run(args) or 0)
+    except BrokenPipeError:
+        # the reader of our output went away (`motionstaff info x | head`): not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except KeyboardInterrupt:
         print("motionstaff: interrupted", file=sys.stderr)
         return 130
