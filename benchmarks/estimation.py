@@ -15,7 +15,8 @@ Prints markdown tables, each with its anchor measured in the same run:
    e.g. the Bandai spine at X = 85 deg, where joint-angle errors mean nothing.)
 2. single camera, 2D markers only: error of the out-of-plane joints, EKF vs IK frame by frame.
 3. speed: one EKF step, human model 48 dofs (144 states) vs filterpy's ExtendedKalmanFilter
-   with 144 states and no dynamics (dim_z = 48), same process, alternating runs.
+   with 144 states and no dynamics (dim_z = 48), same process, alternating runs, one BLAS
+   thread for both (device/estimate/blas.py, whatever OPENBLAS_NUM_THREADS says).
 4. real IMU: BROAD trial 02 (myon aktos-t, OptiTrack reference), orientation error of our
    quaternion EKF vs imufusion and vqf.
 """
@@ -280,8 +281,11 @@ def speed(out, reps=200):
     from device.estimate.observation import Observation
     obs48 = [Observation(o.t_s, imu={k: o.imu[k] for k in imus}) for o in obs_all]
 
-    def ours(obs, kind):
-        est = make_estimator(kind, sk, 1.0 / FPS)
+    from device.estimate.blas import set_blas_threads
+    set_blas_threads(1)              # both filters on one BLAS thread, whatever the environment says
+
+    def ours(obs, kind, **opts):
+        est = make_estimator(kind, sk, 1.0 / FPS, **opts)
         est.initialise(q[0], t_s=0.0)
         for o in obs[1:11]:
             est.step(o)
@@ -307,7 +311,8 @@ def speed(out, reps=200):
     res = {}
     for _ in range(2):               # alternate, keep the best of two
         for key, fn in (("ekf48", lambda: ours(obs48, "ekf")), ("ekfall", lambda: ours(obs_all, "ekf")),
-                        ("euler48", lambda: ours(obs48, "ekf-euler")), ("fp48", lambda: (filterpy(48), 48))):
+                        ("euler48", lambda: ours(obs48, "ekf-euler")), ("fp48", lambda: (filterpy(48), 48)),
+                        ("full48", lambda: ours(obs48, "ekf", stages="full"))):
             dt, nz = fn()
             res[key] = (min(dt, res.get(key, (1e9, 0))[0]), nz)
         dt, _ = ours(obs_all, "ekf")
@@ -318,12 +323,13 @@ def speed(out, reps=200):
     out.append("|---|---|---|---|---|")
     for key, name in (("fp48", "filterpy ExtendedKalmanFilter, no dynamics (anchor)"),
                       ("ekf48", "torque-state EKF, RK4 (8 IMUs)"), ("euler48", "torque-state EKF, Euler (8 IMUs)"),
+                      ("full48", "torque-state EKF, RK4, stages='full' (8 IMUs)"),
                       ("fpall", "filterpy ExtendedKalmanFilter, no dynamics (anchor)"),
                       ("ekfall", "torque-state EKF, RK4 (16 IMUs + 46 markers)")):
         dt, nz = res[key]
         out.append("| %s | 144 | %d | %.2f | %.0f |" % (name, nz, dt * 1e3, 1.0 / dt))
     out.append("")
-    print("\n".join(out[-9:]), flush=True)
+    print("\n".join(out[-10:]), flush=True)
 
 
 def imu_real(out):

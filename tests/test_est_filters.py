@@ -161,3 +161,32 @@ def test_bad_input():
         est.step(Observation(0.01, markers3d={"nose": [0, 0, 1]}))
     with pytest.raises(ValueError, match="camera"):
         Observation(0.0, markers2d={"head_m1": (1.0, 2.0)})
+
+
+def test_block_covariance_products_equal_the_dense_ones():
+    """propagate (A's identity tail by blocks) and joseph (the products associated from the
+    right, every branch) equal the dense A P A' + Q and (I - K H) P (I - K H)' + K R K',
+    also for a sub-optimal gain K."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    from device.estimate.ekf import joseph, propagate
+    rng = np.random.default_rng(4)
+    nx = 36
+    P = rng.normal(size=(nx, nx))
+    P = P @ P.T
+    A = np.eye(nx)
+    A[:24] += 0.1 * rng.normal(size=(24, nx))
+    Q = np.diag(rng.uniform(0.1, 1, nx))
+    ref = A @ P @ A.T + Q
+    np.testing.assert_allclose(propagate(P, A, Q, 12), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_allclose(propagate(P, A, Q, 0), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    for nz in (5, 36, 50, 80):                   # nz <= nx, nx < nz < 2 nx, nz >= 2 nx
+        H = rng.normal(size=(nz, nx))
+        r = rng.uniform(0.1, 1.0, nz)
+        PHT = P @ H.T
+        K = cho_solve(cho_factor(H @ PHT + np.diag(r)), PHT.T).T + 1e-3 * rng.normal(size=(nx, nz))
+        IKH = np.eye(nx) - K @ H
+        ref = IKH @ P @ IKH.T + (K * r) @ K.T
+        got = joseph(P, PHT, K, H, r)
+        np.testing.assert_allclose(got, ref, atol=1e-10 * np.abs(ref).max())
+        assert np.array_equal(got, got.T)

@@ -12,7 +12,7 @@ kinds:
   "ca"         state [q, qd, qdd], constant acceleration, same observation models
   "fusion"     one imufusion AHRS per IMU, joint angles by IK on the segment orientations
 options (all optional): gyro_sigma_rad_s, accel_sigma_m_s2, marker_sigma_m, pixel_sigma_px,
-orient_sigma_rad (measurement noise); accel_sigma_rad_s2 / tau_sigma / jacobian / armature (ekf);
+orient_sigma_rad (measurement noise); accel_sigma_rad_s2 / tau_sigma / jacobian / armature / max_step_s / stages (ekf);
 cv_accel_sigma_rad_s2 (cv process), ca_jerk_sigma_rad_s3 (ca), p0_sigma, clamp, camera.
 """
 
@@ -51,7 +51,7 @@ def make_estimator(kind, skeleton, dt_s, **opts):
         pkw = {k: opts.pop(k) for k in ("accel_sigma_rad_s2", "tau_sigma", "jacobian", "q_sigma",
                                         "qd_sigma", "damping", "light_inertia",
                                         "h_tau_only", "trans_accel_sigma_m_s2", "trans_qd_sigma_m_s",
-                                        "tau_decay_s", "max_step_s") if k in opts}
+                                        "tau_decay_s", "max_step_s", "stages") if k in opts}
         proc = TorqueProcess(model, dt_s, integrator="rk4" if kind == "ekf" else "euler", **pkw)
     elif kind == "cv":
         proc = ConstantVelocity(model, dt_s, opts.pop("cv_accel_sigma_rad_s2", 30.0))
@@ -61,7 +61,7 @@ def make_estimator(kind, skeleton, dt_s, **opts):
     for k in ("cv_accel_sigma_rad_s2", "cv_accel_sigma_m_s2", "ca_jerk_sigma_rad_s3",
               "accel_sigma_rad_s2", "tau_sigma", "jacobian", "q_sigma", "qd_sigma", "damping", "light_inertia",
                                         "h_tau_only", "trans_accel_sigma_m_s2", "trans_qd_sigma_m_s",
-                                        "tau_decay_s", "max_step_s"):
+                                        "tau_decay_s", "max_step_s", "stages"):
         opts.pop(k, None)          # options meant for another kind are ignored
     if opts:
         raise TypeError("make_estimator(%r): unknown options %s" % (kind, ", ".join(sorted(opts))))

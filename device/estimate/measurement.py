@@ -145,25 +145,43 @@ class MeasurementModel:
         pdd = Ab[:, 3:] + _cross(Ab[:, :3], p) + _cross(w, vp)
         return w, pdd
 
-    def _djx_dq(self, kin, Vx, p, b):
-        """d(J(q) x)/dq (K, n, 3) for a fixed generalised vector x with velocities Vx = S-sums.
+    @staticmethod
+    def _skew(u):
+        """(..., 3) -> (..., 3, 3) with skew(u) v = u x v."""
+        S = np.zeros(u.shape[:-1] + (3, 3))
+        S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -u[..., 2], u[..., 1], -u[..., 0]
+        S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = u[..., 2], -u[..., 1], u[..., 0]
+        return S
 
-        rotation k: w_k x (a_k x (p - o_k)) + a_k x (v_p - (v_k + w_k x p)) ; translation: w_k x a_k
+    def _djx_dq(self, kin, Vx, p, b):
+        """d(J(q) x)/dq (..., K, 3, n) for a fixed generalised vector x with velocities Vx
+        (..., n, 6) = S-sums (leading axes: several vectors at once); p (K, 3), b (K,).
+
+        rotation k: w_k x (a_k x (p - o_k)) + a_k x (v_p - (v_k + w_k x p)), which by
+        a x (b x c) = b (a.c) - c (a.b) is  a_k (w_k.p) - w_k (a_k.p) + a_k x v_p - c_k,
+        c_k = w_k x (a_k x o_k) + a_k x v_k (the p (w_k.a_k) terms cancel); translation: w_k x a_k
         """
         m = self.model
         a, o = kin.axis, kin.origin_m
-        Z = np.zeros((1, 6))
-        Vb = np.concatenate([Vx, Z])[b]
-        vp = Vb[:, 3:] + _cross(Vb[:, :3], p)                         # (K, 3)
-        wk, vk = Vx[None, :, :3], Vx[None, :, 3:]
-        d = p[:, None, :] - o[None]
-        rot = _cross(wk, _cross(a[None], d)) + _cross(a[None], vp[:, None, :] - vk - _cross(wk, p[:, None, :]))
-        tr = np.broadcast_to(_cross(Vx[:, :3], a)[None], rot.shape)
-        return np.where(m.is_rot[None, :, None], rot, tr)
+        Z = np.zeros(Vx.shape[:-2] + (1, 6))
+        Vb = np.concatenate([Vx, Z], axis=-2)[..., b, :]              # (..., K, 6)
+        vp = Vb[..., 3:] + _cross(Vb[..., :3], p)                     # (..., K, 3)
+        w, v = Vx[..., :3], Vx[..., 3:]                               # (..., n, 3)
+        wT = np.swapaxes(w, -1, -2)                                   # (..., 3, n)
+        aT = a.T
+        # a_k (w_k . p) - w_k (a_k . p)
+        rot = aT * (p @ wT)[..., :, None, :] - wT[..., None, :, :] * (p @ aT)[..., :, None, :]
+        # + a_k x v_p = -(v_p x a_k)
+        rot -= self._skew(vp) @ aT
+        c = _cross(w, _cross(a, o)) + _cross(a, v)                    # (..., n, 3)
+        rot -= np.swapaxes(c, -1, -2)[..., None, :, :]
+        tr = np.swapaxes(_cross(w, a), -1, -2)[..., None, :, :]
+        return np.where(m.is_rot, rot, tr)
 
     def _jdot(self, kin, V, p, b):
-        """Jdot (K, n, 3): column j = (w_par x a_j) x (p - o_j) + a_j x (v_p - v(o_j)) (rotation),
-        w_par x a_j (translation); w_par, v(o_j): motion of the frame dof j's axis is fixed in."""
+        """Jdot (K, 3, n): column j = (w_par x a_j) x (p - o_j) + a_j x (v_p - v(o_j)) (rotation),
+        w_par x a_j (translation); w_par, v(o_j): motion of the frame dof j's axis is fixed in.
+        Rotation, expanded: -(p x adot_j) - (v_p x a_j) - (adot_j x o_j + a_j x v(o_j))."""
         m = self.model
         a, o = kin.axis, kin.origin_m
         Z = np.zeros((1, 6))
@@ -173,8 +191,9 @@ class MeasurementModel:
         Vb = np.concatenate([V, Z])[b]
         vp = Vb[:, 3:] + _cross(Vb[:, :3], p)
         adot = _cross(wpar, a)                                        # (n, 3)
-        rot = _cross(adot[None], p[:, None, :] - o[None]) + _cross(a[None], vp[:, None, :] - vo[None])
-        return np.where(m.is_rot[None, :, None], rot, np.broadcast_to(adot[None], rot.shape))
+        c = (_cross(adot, o) + _cross(a, vo)).T                       # (3, n)
+        rot = -(self._skew(p) @ adot.T) - self._skew(vp) @ a.T - c
+        return np.where(m.is_rot, rot, adot.T)
 
     def _imu(self, lin, idx, nx):
         m = self.model
@@ -199,12 +218,21 @@ class MeasurementModel:
         Jv = m.point_jacobian(kin, self.f_link[idx], p)               # (K, 3, n)
         rotf = _cross(a[None], f[:, None, :]).transpose(0, 2, 1) * rmask[:, None, :]
         Vqdd = m.velocities(kin, qdd)
-        dq = -rotf + self._djx_dq(kin, Vqdd, p, b).transpose(0, 2, 1) * mask[:, None, :]
-        dqd = (self._jdot(kin, V, p, b) + self._djx_dq(kin, V, p, b)).transpose(0, 2, 1) * mask[:, None, :]
+        # d(J qdd)/dq and d(J qd)/dq in one pass (two fixed vectors stacked on a leading axis)
+        djx = self._djx_dq(kin, np.stack([Vqdd, V]), p, b)                  # (2, K, 3, n)
+        dq = -rotf + djx[0] * mask[:, None, :]
+        dqd = (self._jdot(kin, V, p, b) + djx[1]) * mask[:, None, :]
         H[:, 3:, :n] = RsT @ dq
         H[:, 3:, n:2 * n] = RsT @ dqd
-        # + Rs' J dqdd/dx  (process model: torque -> [Dq, Dqd, M^-1], CA -> [0, 0, I], CV -> 0)
-        if lin.dqdd_dx is not None and np.any(lin.dqdd_dx):
-            H[:, 3:, :] += (RsT @ Jv) @ lin.dqdd_dx
+        # + Rs' J dqdd/dx  (process model: torque -> [Dq, Dqd, M^-1] or [0, 0, M^-1] (h_tau_only),
+        # CA -> [0, 0, I], CV -> 0); only the column blocks of dqdd/dx that are not zero
+        D = lin.dqdd_dx
+        if D is not None:
+            RJ = None
+            for s in range(nx // n):
+                blk = D[:, s * n:(s + 1) * n]
+                if blk.any():
+                    RJ = RsT @ Jv if RJ is None else RJ
+                    H[:, 3:, s * n:(s + 1) * n] += RJ @ blk
         h = np.concatenate([np.einsum("kji,kj->ki", Rs, w), np.einsum("kji,kj->ki", Rs, f)], axis=1)
         return None, h.ravel(), H.reshape(-1, nx)

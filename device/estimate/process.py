@@ -28,11 +28,11 @@ from device.body.dynamics import _cross
 class Linearisation:
     """Quantities at one state: kin, qd, qdd (n,), dqdd_dx (n, nx), and the model's factors."""
 
-    __slots__ = ("kin", "qd", "qdd", "dqdd_dx", "Minv", "Dq", "Dqd", "M")
+    __slots__ = ("kin", "qd", "qdd", "dqdd_dx", "Minv", "Dq", "Dqd", "M", "x")
 
-    def __init__(self, kin, qd, qdd, dqdd_dx, Minv=None, Dq=None, Dqd=None, M=None):
+    def __init__(self, kin, qd, qdd, dqdd_dx, Minv=None, Dq=None, Dqd=None, M=None, x=None):
         self.kin, self.qd, self.qdd, self.dqdd_dx = kin, qd, qdd, dqdd_dx
-        self.Minv, self.Dq, self.Dqd, self.M = Minv, Dq, Dqd, M
+        self.Minv, self.Dq, self.Dqd, self.M, self.x = Minv, Dq, Dqd, M, x
 
 
 def gravity_stiffness(model, kin):
@@ -45,9 +45,7 @@ def gravity_stiffness(model, kin):
       i strictly below j, j rotation: dg_j/dq_i = y_i . (G x a_j),
           y_i = a_i x r_i (rotation i) or m_i a_i (translation i); all other pairs 0.
     """
-    m, h, _ = model._inertias(kin)
-    mc = model.ancf @ m
-    hc = model.ancf @ h
+    mc, hc, _ = model.composite(kin)
     a = kin.axis
     G = -model.gravity
     r = hc - mc[:, None] * kin.origin_m
@@ -58,10 +56,13 @@ def gravity_stiffness(model, kin):
     T1 = a @ z.T                                                # T1[i, j] = a_i . z_j
     y = np.where(model.is_rot[:, None], _cross(a, r), mc[:, None] * a)
     T2 = y @ u.T                                                # T2[i, j] = y_i . u_j
-    rot = model.is_rot
-    above = model.anc & rot[:, None]                            # i rotation, i anc-or-self j
-    below = model.anc.T & ~np.eye(model.n, dtype=bool) & rot[None, :]   # i strictly below j
-    return (np.where(above, T1, 0.0) + np.where(below, T2, 0.0)).T
+    masks = getattr(model, "_gstiff_masks", None)
+    if masks is None:
+        rot = model.is_rot
+        above = model.anc & rot[:, None]                        # i rotation, i anc-or-self j
+        below = model.anc.T & ~np.eye(model.n, dtype=bool) & rot[None, :]   # i strictly below j
+        masks = model._gstiff_masks = (above.astype(float), below.astype(float))
+    return (T1 * masks[0] + T2 * masks[1]).T
 
 
 class TorqueProcess:
@@ -77,15 +78,27 @@ class TorqueProcess:
 
     nblocks = 3
 
+    @property
+    def identity_tail(self):
+        """Trailing state rows where A is the identity (tau held: its n rows; decaying: 0)."""
+        return self.n if self.tau_decay is None else 0
+
     def __init__(self, model, dt_s, integrator="rk4", accel_sigma_rad_s2=60.0, tau_sigma=None,
                  q_sigma=1e-4, qd_sigma=1e-2, jacobian="analytic", damping=0.05, h_tau_only=True,
                  light_inertia=0.05, trans_accel_sigma_m_s2=30.0, trans_qd_sigma_m_s=0.2,
-                 tau_decay_s=None, max_step_s=1.0 / 60):
+                 tau_decay_s=None, max_step_s=1.0 / 60, stages="linear"):
         if integrator not in ("rk4", "euler"):
             raise ValueError("integrator must be 'rk4' or 'euler', not %r" % (integrator,))
         if jacobian not in ("analytic", "fd"):
             raise ValueError("jacobian must be 'analytic' or 'fd', not %r" % (jacobian,))
+        if stages not in ("linear", "full"):
+            raise ValueError("stages must be 'linear' or 'full', not %r" % (stages,))
         self.model, self.dt_s, self.integrator, self.jacobian = model, float(dt_s), integrator, jacobian
+        # stages="linear": the integrator's stages evaluate qdd on the linearisation the EKF
+        # already holds (qdd + Dq dq + Dqd dqd + M^-1 dtau about the last prior: three n x n
+        # products a stage) instead of a full kinematics + CRBA + RNEA + Cholesky (~0.3 ms each,
+        # 4 per RK4 step); "full" re-evaluates the dynamics in every stage. See predict().
+        self.stages = stages
         self.h_tau_only = h_tau_only
         # max_step_s: one predict integrates dt_s in ceil(dt_s / max_step_s) equal sub-steps (A is
         # the product of the sub-steps' transitions). At 30 Hz a single 33 ms step diverged on the
@@ -157,7 +170,7 @@ class TorqueProcess:
             dqdd_dx = np.hstack([np.zeros((n, 2 * n)), Minv])
         else:
             dqdd_dx = np.hstack([Dq, np.zeros((n, n)) if Dqd is None else Dqd, Minv])
-        return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd, M)
+        return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd, M, x.copy())
 
     def _fd(self, q, qd, tau, eps=1e-6):
         n = self.n
@@ -178,8 +191,17 @@ class TorqueProcess:
         sub-step transition (from lin) raised to the number of sub-steps.
         """
         n, dt = self.n, self.dt_s
+        if self.stages == "linear" and self.tau_decay is None and lin.x is not None:
+            # qdd(x) ~= qdd(x_l) + [Dq, Dqd, M^-1] (x - x_l), x_l the state of lin (the last
+            # prior): the dynamics affine about x_l; the stages of RK4 (Euler) then cost three
+            # n x n products each. What it drops, against stages="full": the second-order
+            # change of qdd between x_l and the stage points (dM/dq qdd and the Coriolis terms,
+            # the same terms A drops); tests/test_ekf_jacobians.py bounds the difference
+            qddf = self._affine_qdd(lin)
+        else:
+            qddf = None
         for _ in range(self.substeps):
-            x = self._step(x, self.h_s)
+            x = self._step(x, self.h_s, qddf)
         Q = np.zeros((3 * n, 3 * n))
         Q[:2 * n, :2 * n] = np.diag(self.q_var * dt)
         # Q_tau = dt M diag(accel_sigma^2) M  (or dt diag(tau_sigma^2))
@@ -195,11 +217,31 @@ class TorqueProcess:
             A = np.linalg.matrix_power(A, self.substeps)
         return x, A, Q
 
-    def _step(self, x, dt):
-        """The mean over one (sub-)step dt: RK4 or semi-implicit Euler, tau held (or decaying)."""
+    def _affine_qdd(self, lin):
+        """qdd(q, qd, tau) affine about lin: qdd_l + Dq (q - q_l) + Dqd (qd - qd_l) + M^-1 (tau - tau_l)."""
         n = self.n
+        xl = lin.x
+        Dq, Dqd, Minv, qdd_l = lin.Dq, lin.Dqd, lin.Minv, lin.qdd
+        # qdd_l - Dq q_l - Dqd qd_l - M^-1 tau_l: the constant of the affine model
+        c = qdd_l - Dq @ xl[:n] - Minv @ xl[2 * n:]
+        if Dqd is not None:
+            c = c - Dqd @ xl[n:2 * n]
+
+        def qdd(q, qd, tau):
+            # qdd = c + Dq q + Dqd qd + M^-1 tau
+            v = c + Dq @ q + Minv @ tau
+            return (v if Dqd is None else v + Dqd @ qd), None
+        return qdd
+
+    def _step(self, x, dt, qddf=None):
+        """The mean over one (sub-)step dt: RK4 or semi-implicit Euler, tau held (or decaying).
+
+        qddf(q, qd, tau) -> (qdd, b): the acceleration the stages use (default: the full
+        dynamics, self._qdd)."""
+        n = self.n
+        f = self._qdd if qddf is None else qddf
         q, qd, tau = x[:n], x[n:2 * n], x[2 * n:]
-        k1v, b1 = self._qdd(q, qd, tau)
+        k1v, b1 = f(q, qd, tau)
         if self.integrator == "euler":
             # semi-implicit (symplectic) Euler: qd' = qd + dt qdd ; q' = q + dt qd'
             # (explicit Euler grows every undamped oscillation; it diverged on the dance clip)
@@ -209,11 +251,11 @@ class TorqueProcess:
             # RK4 on [q, qd] with tau held: k_i = f(x + c_i dt k_{i-1})
             k1q = qd
             k2q = qd + 0.5 * dt * k1v
-            k2v = self._qdd(q + 0.5 * dt * k1q, k2q, tau)[0]
+            k2v = f(q + 0.5 * dt * k1q, k2q, tau)[0]
             k3q = qd + 0.5 * dt * k2v
-            k3v = self._qdd(q + 0.5 * dt * k2q, k3q, tau)[0]
+            k3v = f(q + 0.5 * dt * k2q, k3q, tau)[0]
             k4q = qd + dt * k3v
-            k4v = self._qdd(q + dt * k3q, k4q, tau)[0]
+            k4v = f(q + dt * k3q, k4q, tau)[0]
             qn = q + dt / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
             qdn = qd + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
         tau_n = tau if self.tau_decay is None else b1 + self.tau_decay * (tau - b1)
@@ -290,6 +332,11 @@ class ConstantAcceleration(_Kinematic):
     """State [q, qd, qdd]; white jerk of density jerk_sigma (rad/s^3 / sqrt(Hz))."""
 
     nblocks = 3
+
+    @property
+    def identity_tail(self):
+        """Trailing state rows where A is the identity: the qdd block."""
+        return self.n
 
     def __init__(self, model, dt_s, jerk_sigma_rad_s3=1500.0):
         super().__init__(model, dt_s, jerk_sigma_rad_s3)

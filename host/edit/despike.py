@@ -19,7 +19,17 @@ Spikes are replaced by linear interpolation from the good pixels of their row. A
 has MAD 0 and |L - M| = 0: only pixels that really protrude change, no motion is invented.
 Missing values stay missing (fill them with host.edit.fill).
 "median": every pixel becomes the running median of its row (an image median filter).
+"isolated": a pixel is a spike only if it sticks out from BOTH sides - far from the cubic of its
+   valid neighbours (> threshold x the row's own robust residual scale + min_steps steps) and
+   from each side's linear extrapolation and from the line between them (host.edit._predict.
+   isolated): a spike goes out and comes back, a genuine step or Euler flip stays, so it is
+   never "repaired". Pairs of glitches: pixels off the running median of 5 in runs of up to two
+   are tested again with each other left out; at most `max_run` consecutive pixels are ever
+   replaced; a frame where more than 8% of rows (and more than 3) jump at once is a whole-body event (a T-pose
+   first frame), not a glitch. Spikes are replaced by the local cubic of the good pixels.
 """
+
+import warnings
 
 import numpy as np
 from scipy import ndimage
@@ -27,7 +37,7 @@ from scipy import ndimage
 from host.edit._base import derive, fill_nan_linear, row_steps
 from protocol.errors import FormatError
 
-METHODS = ("hampel", "median")
+METHODS = ("hampel", "median", "isolated")
 
 
 def _running_median(v, window):
@@ -95,7 +105,51 @@ def _short_runs(mask, longest):
     return out
 
 
-def despike(staff, method="hampel", window=7, threshold=2.0, protrude=3.0, min_steps=2.0,
+def isolated_spikes(v, steps, threshold=16.0, min_steps=2.0, max_run=2, side=0.4, passes=3,
+                    column_share=0.08):
+    """(rows, frames) bool mask of the spikes method "isolated" finds in values v (NaN missing)."""
+    from host.edit import _predict as P
+    valid = ~np.isnan(v)
+    # the cubic through t-2, t-1, t+1, t+2 where all four are there (NaN elsewhere): the row's
+    # own residual scale, and a screen - only pixels off it (or near a gap or an end) are tested
+    cf = np.full(v.shape, np.nan)
+    cf[:, 2:-2] = (4.0 * (v[:, 1:-3] + v[:, 3:-1]) - v[:, :-4] - v[:, 4:]) / 6.0
+    res = np.abs(v - cf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sig = 1.4826 * np.nanmedian(res, axis=1)
+    sig = np.where(np.isnan(sig), 0.0, sig)
+    thr = (threshold * sig + min_steps * np.asarray(steps, dtype=np.float64))[:, None]
+    with np.errstate(invalid="ignore"):
+        screen = valid & ~(res <= thr)
+    del cf, res
+    flag = np.zeros(v.shape, bool)
+    held = np.zeros(v.shape, bool)              # parts of longer runs: motion, never flagged
+    for it in range(passes):
+        if it == 0:
+            f = P.isolated(v, valid, thr, side, test=screen)
+            med = _running_median(fill_nan_linear(v), 5)
+            with np.errstate(invalid="ignore"):
+                cand = valid & (np.abs(v - med) > thr)
+            pairs = P.short_runs(cand, max_run) & ~f
+            if pairs.any():
+                f |= P.isolated(v, valid & ~cand, thr, side, test=pairs)
+        else:
+            near = np.zeros_like(flag)
+            for d in (-2, -1, 1, 2):
+                near |= np.roll(flag, d, axis=1)
+            f = P.isolated(v, valid & ~flag, thr, side, test=near & valid & ~flag & ~held)
+        f = (f & ~held) | flag
+        keep = P.short_runs(f, max_run)
+        held |= f & ~keep
+        f = keep & ~(f.sum(axis=0) > max(3.0, column_share * v.shape[0]))[None, :]
+        if np.array_equal(f, flag):
+            break
+        flag = f
+    return flag
+
+
+def despike(staff, method="hampel", window=7, threshold=None, protrude=3.0, min_steps=2.0,
             max_run=2, return_mask=False):
     """A despiked copy of `staff` (and the (rows, frames) bool mask of replaced pixels)."""
     if method not in METHODS:
@@ -103,10 +157,20 @@ def despike(staff, method="hampel", window=7, threshold=2.0, protrude=3.0, min_s
     window = int(window)
     if window < 3 or window % 2 == 0:
         raise FormatError("despike: window must be an odd number of frames >= 3, not %r" % window)
+    if threshold is None:
+        threshold = 16.0 if method == "isolated" else 2.0
     if not (threshold > 0 and protrude > 0 and min_steps >= 0):
         raise FormatError("despike: threshold and protrude must be > 0, min_steps >= 0")
     v = staff.values
     miss = np.isnan(v)
+    if method == "isolated":
+        mask = isolated_spikes(v, row_steps(staff), threshold=threshold,
+                               min_steps=min_steps, max_run=int(max_run))
+        from host.edit.fill import local_cubic
+        out = local_cubic(np.where(mask | miss, np.nan, v))
+        out[miss] = np.nan
+        res = derive(staff, out)
+        return (res, mask) if return_mask else res
     work = fill_nan_linear(v)
     med = _running_median(work, window)
     if method == "median":
