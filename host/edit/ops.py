@@ -94,13 +94,14 @@ def _read(path):
 
 
 def _despike(st, op):
-    _take(op, ("method", "window", "threshold", "min_steps", "replace"))
+    _take(op, ("method", "window", "threshold", "min_steps", "protrude", "max_run"))
     kw = {"method": op.kw.get("method", op.args[0] if op.args else "hampel")}
-    for k in ("window", "threshold", "min_steps"):
+    for k in ("window", "threshold", "min_steps", "protrude", "max_run"):
         if k in op.kw:
             kw[k] = _num(op, op.kw[k], k)
-    if "replace" in op.kw:
-        kw["replace"] = op.kw["replace"]
+    for k in ("window", "max_run"):
+        if k in kw:
+            kw[k] = int(kw[k])
     return despike(st, **kw), []
 
 
