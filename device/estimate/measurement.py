@@ -208,31 +208,32 @@ class MeasurementModel:
         rmask = mask * m.is_rot[None, :]
         a = kin.axis
         RsT = Rs.transpose(0, 2, 1)
-        H = np.zeros((K, 6, nx))
+        # world-frame blocks, columns [gyro H_q | gyro H_qd | accel H_q | accel H_qd | J],
+        # rotated into the sensor frames by one batched product with Rs'
+        X = np.empty((K, 3, 5 * n))
         # gyro: h = Rs' w ; H_qd = Rs' Jw ; H_q[:, i] = -Rs' (a_i x w_i)
-        Jw = a.T[None] * rmask[:, None, :]                            # (K, 3, n)
-        H[:, :3, n:2 * n] = RsT @ Jw
-        c = _cross(a, V[:, :3]).T[None] * rmask[:, None, :]
-        H[:, :3, :n] = -(RsT @ c)
-        # accel: h = Rs' (pdd - g)
-        Jv = m.point_jacobian(kin, self.f_link[idx], p)               # (K, 3, n)
-        rotf = _cross(a[None], f[:, None, :]).transpose(0, 2, 1) * rmask[:, None, :]
+        X[:, :, n:2 * n] = a.T[None] * rmask[:, None, :]              # Jw (K, 3, n)
+        X[:, :, :n] = -_cross(a, V[:, :3]).T[None] * rmask[:, None, :]
+        # accel: h = Rs' (pdd - g); H_q = -(a_i x f) + d(J qdd)/dq, H_qd = Jdot + d(J qd)/dq
+        X[:, :, 4 * n:] = m.point_jacobian(kin, self.f_link[idx], p)  # Jv (K, 3, n)
+        rotf = -(self._skew(f) @ a.T) * rmask[:, None, :]             # a_i x f = -(f x a_i)
         Vqdd = m.velocities(kin, qdd)
         # d(J qdd)/dq and d(J qd)/dq in one pass (two fixed vectors stacked on a leading axis)
         djx = self._djx_dq(kin, np.stack([Vqdd, V]), p, b)                  # (2, K, 3, n)
-        dq = -rotf + djx[0] * mask[:, None, :]
-        dqd = (self._jdot(kin, V, p, b) + djx[1]) * mask[:, None, :]
-        H[:, 3:, :n] = RsT @ dq
-        H[:, 3:, n:2 * n] = RsT @ dqd
+        X[:, :, 2 * n:3 * n] = -rotf + djx[0] * mask[:, None, :]
+        X[:, :, 3 * n:4 * n] = (self._jdot(kin, V, p, b) + djx[1]) * mask[:, None, :]
+        Y = RsT @ X
+        H = np.zeros((K, 6, nx))
+        H[:, :3, :2 * n] = Y[:, :, :2 * n]
+        H[:, 3:, :2 * n] = Y[:, :, 2 * n:4 * n]
         # + Rs' J dqdd/dx  (process model: torque -> [Dq, Dqd, M^-1] or [0, 0, M^-1] (h_tau_only),
         # CA -> [0, 0, I], CV -> 0); only the column blocks of dqdd/dx that are not zero
         D = lin.dqdd_dx
         if D is not None:
-            RJ = None
+            RJ = Y[:, :, 4 * n:]
             for s in range(nx // n):
                 blk = D[:, s * n:(s + 1) * n]
                 if blk.any():
-                    RJ = RsT @ Jv if RJ is None else RJ
                     H[:, 3:, s * n:(s + 1) * n] += RJ @ blk
         h = np.concatenate([np.einsum("kji,kj->ki", Rs, w), np.einsum("kji,kj->ki", Rs, f)], axis=1)
         return None, h.ravel(), H.reshape(-1, nx)
