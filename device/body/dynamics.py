@@ -31,7 +31,7 @@ the dofs of one level). Checked against pinocchio to 1e-9 (tests/test_dyn_pinocc
 import weakref
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 _CACHE = weakref.WeakKeyDictionary()
 
@@ -70,6 +70,23 @@ def forward_dynamics(skeleton, q_si, qd_si, tau, armature=0.0):
 _ROLL4 = np.array([1, 2, 0, 1])
 
 
+def cholesky_lower(A):
+    """Lower Cholesky factor of a symmetric positive-definite A (its lower triangle is read),
+    for cholesky_solve; raises np.linalg.LinAlgError if A is not positive definite."""
+    c, info = dpotrf(A, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("matrix not positive definite (potrf info %d)" % info)
+    return c
+
+
+def cholesky_solve(c, rhs):
+    """A^-1 rhs from c = cholesky_lower(A); rhs (n,) or (n, k)."""
+    x, info = dpotrs(c, rhs, lower=1)
+    if info != 0:
+        raise ValueError("potrs: illegal argument %d" % -info)
+    return x
+
+
 def _cross(a, b):
     """Row-wise cross product of (..., 3) arrays (faster than np.cross for small stacks).
 
@@ -89,12 +106,14 @@ class Kinematics:
     S (n, 6): spatial motion axes [angular; linear at the world origin].
     """
 
-    __slots__ = ("q", "R", "p_m", "axis", "origin_m", "S", "_inert", "_comp")
+    __slots__ = ("q", "R", "p_m", "axis", "origin_m", "S", "T", "_inert", "_comp", "_vel")
 
-    def __init__(self, q, R, p_m, axis, origin_m, S):
+    def __init__(self, q, R, p_m, axis, origin_m, S, T=None):
         self.q, self.R, self.p_m, self.axis, self.origin_m, self.S = q, R, p_m, axis, origin_m, S
+        self.T = T             # (n + 1, 3, 4) [R | p] per dof frame, world last (or None)
         self._inert = None
         self._comp = None
+        self._vel = None       # (qd, V, velocity-product accelerations) of the last motion()
 
 
 class RigidBodyModel:
@@ -198,43 +217,38 @@ class RigidBodyModel:
         """
         n = self.n
         q = np.asarray(q_si, float)
-        if q.shape != (n,) or not np.all(np.isfinite(q)):
+        if q.shape != (n,) or not np.isfinite(q.sum()):
             raise ValueError("kinematics: q must be %d finite values (rad / m), got shape %s"
                              % (n, q.shape))
+        # T: relative transforms as 3 x 4 blocks [G | t], row n is the world (identity, its own
+        # ancestor); composing two is one 3 x 3 by 3 x 4 product plus the translation
+        T = np.empty((n + 1, 3, 4))
+        T[n] = self._T_world
         # Rodrigues per dof: Rloc = I + sin q K + (1 - cos q) K^2 (identity for translations)
-        qr = np.where(self.is_rot, q, 0.0)
-        qt = np.where(self.is_rot, 0.0, q)
-        # G: relative transforms, row n is the world (identity, its own ancestor)
-        G = np.empty((n + 1, 3, 3))
-        G[:n] = np.eye(3) + np.sin(qr)[:, None, None] * self._K + (1.0 - np.cos(qr))[:, None, None] * self._K2
-        G[n] = np.eye(3)
-        t = np.empty((n + 1, 3))
-        t[:n] = self.t0_m + self.axis_local * qt[:, None]
-        t[n] = 0.0
+        qr = q * self._rotf
+        T[:n, :, :3] = np.eye(3) + np.sin(qr)[:, None, None] * self._K + (1.0 - np.cos(qr))[:, None, None] * self._K2
+        T[:n, :, 3] = self.t0_m + self.axis_local * (q * (1.0 - self._rotf))[:, None]
         # the pre-frame of dof j (its parent's world frame) is what its axis and origin need:
         # keep the parent pointer; compose the parent chain only
-        J = self._par_w.copy()
-        for _ in range(self._jump_rounds):
-            # G_j <- G_{J_j} G_j ; t_j <- t_{J_j} + G_{J_j} t_j ; J_j <- J_{J_j}
-            GJ = G[J]
-            t = t[J] + (GJ @ t[:, :, None])[:, :, 0]
-            G = GJ @ G
-            J = J[J]
+        for J in self._jumps:
+            # G_j <- G_{J_j} G_j ; t_j <- t_{J_j} + G_{J_j} t_j ; J_j <- J_{J_j} (precomputed)
+            TJ = T[J]
+            T = TJ[:, :, :3] @ T
+            T[:, :, 3] += TJ[:, :, 3]
         if root_R is not None or root_p_m is not None:
             Rw = np.eye(3) if root_R is None else np.asarray(root_R, float)
             pw = np.zeros(3) if root_p_m is None else np.asarray(root_p_m, float)
-            t = pw + t @ Rw.T
-            G = Rw @ G
-        R, p = G[:n], t[:n]
-        # parent (pre-)frame of dof j: world row n for a root dof
-        Rp = G[self._par_w[:n]]
-        pp = t[self._par_w[:n]]
-        axis = (Rp @ self.axis_local[:, :, None])[:, :, 0]
-        origin = pp + (Rp @ self.t0_m[:, :, None])[:, :, 0]
+            T = Rw @ T
+            T[:, :, 3] += pw
+            T[n] = self._T_world          # world-fixed links stay where they were (link_frames)
+        R, p = T[:n, :, :3], T[:n, :, 3]
+        # parent (pre-)frame of dof j (world row n for a root dof): [Rp | pp] [a 0; t0 1]
+        ao = T[self._par_w[:n]] @ self._axis_t0
+        axis, origin = ao[:, :, 0], ao[:, :, 1]
         S = np.empty((n, 6))
-        S[:, :3] = np.where(self.is_rot[:, None], axis, 0.0)
+        S[:, :3] = axis * self._rotf[:, None]
         S[:, 3:] = np.where(self.is_rot[:, None], _cross(origin, axis), axis)
-        return Kinematics(q, R, p, axis, origin, S)
+        return Kinematics(q, R, p, axis, origin, S, T)
 
     def _compile_kinematics(self):
         sk = self.skeleton
@@ -267,6 +281,17 @@ class RigidBodyModel:
         # a dof on tree level d is d + 1 hops from the world; r rounds compose 2^r hops
         depth = len(self.levels)
         self._jump_rounds = int(np.ceil(np.log2(depth))) if depth > 1 else depth
+        J, self._jumps = self._par_w.copy(), []
+        for _ in range(self._jump_rounds):
+            self._jumps.append(J)
+            J = J[J]
+        self._rotf = self.is_rot.astype(float)
+        self._T_world = np.hstack([np.eye(3), np.zeros((3, 1))])
+        # [a_local 0; t0 1] (n, 4, 2): the parent frame [R | p] times it gives [axis, origin]
+        self._axis_t0 = np.zeros((n, 4, 2))
+        self._axis_t0[:, :3, 0] = self.axis_local
+        self._axis_t0[:, :3, 1] = self.t0_m
+        self._axis_t0[:, 3, 1] = 1.0
 
     def link_frames(self, kin):
         """World rotation (L, 3, 3) and origin (L, 3) of every link."""
@@ -292,11 +317,14 @@ class RigidBodyModel:
         """Spatial inertia (m, h = m c, J_O) times motion vectors mot (k, 6) -> forces (k, 6).
 
         lin = m a - h x alpha ;  ang = J_O alpha + h x a
+        (mot may carry leading axes: (..., k, 6) -> (..., k, 6)).
         """
-        al, a = mot[:, :3], mot[:, 3:]
-        lin = m[:, None] * a - _cross(h, al)
-        ang = np.einsum("kij,kj->ki", J, al) + _cross(h, a)
-        return np.concatenate([ang, lin], axis=1)
+        al, a = mot[..., :3], mot[..., 3:]
+        hx = _cross(h[:, None, :], mot.reshape(mot.shape[:-1] + (2, 3)))   # [h x alpha, h x a]
+        out = np.empty(mot.shape)
+        np.subtract(m[:, None] * a, hx[..., 0, :], out=out[..., 3:])
+        np.add(np.einsum("kij,...kj->...ki", J, al), hx[..., 1, :], out=out[..., :3])
+        return out
 
     # -- dynamics -------------------------------------------------------------------------------
     def composite(self, kin):
@@ -323,16 +351,32 @@ class RigidBodyModel:
         # v_j = sum_{i anc j} S_i qd_i
         return self.ancf.T @ (kin.S * np.asarray(qd_si, float)[:, None])
 
-    def accelerations(self, kin, qd_si, qdd_si, gravity=False):
-        """Spatial accelerations (n, 6) of every dof frame (+ [0; -g] if gravity)."""
-        qd = np.asarray(qd_si, float)
+    def motion(self, kin, qd_si):
+        """(V, Ad) at qd: spatial velocities (n, 6) and the velocity-product part of the
+        accelerations, Ad_j = sum_{i anc j} Sdot_i qd_i (the accelerations at qdd = 0, no
+        gravity). Cached on kin for the last qd: the bias (RNEA) and the IMU model share it."""
+        c = kin._vel
+        if c is not None and np.array_equal(c[0], qd_si):
+            return c[1], c[2]
+        qd = np.array(qd_si, float)
         V = self.velocities(kin, qd)
         Vp = np.concatenate([V, np.zeros((1, 6))])[self._par]
         # Sdot_i = v_par(i) x S_i  (motion cross product [w; v] x [a; b] = [w x a; w x b + v x a])
-        Sd = np.concatenate([_cross(Vp[:, :3], kin.S[:, :3]),
-                             _cross(Vp[:, :3], kin.S[:, 3:]) + _cross(Vp[:, 3:], kin.S[:, :3])], axis=1)
+        # w x a and w x b in one product: [a | b] stacked on a middle axis
+        S3 = kin.S.reshape(-1, 2, 3)
+        Sd = _cross(Vp[:, None, :3], S3).reshape(-1, 6)
+        Sd[:, 3:] += _cross(Vp[:, 3:], kin.S[:, :3])
+        # Ad_j = sum_{i anc j} Sdot_i qd_i
+        Ad = self.ancf.T @ (Sd * qd[:, None])
+        kin._vel = (qd, V, Ad)
+        return V, Ad
+
+    def accelerations(self, kin, qd_si, qdd_si, gravity=False):
+        """Spatial accelerations (n, 6) of every dof frame (+ [0; -g] if gravity)."""
+        V, Ad = self.motion(kin, qd_si)
         # a_j = a_0 + sum_{i anc j} (Sdot_i qd_i + S_i qdd_i)
-        A = self.ancf.T @ (Sd * qd[:, None] + kin.S * np.asarray(qdd_si, float)[:, None])
+        qdd = np.asarray(qdd_si, float)
+        A = Ad + self.velocities(kin, qdd) if qdd.any() else Ad.copy()
         if gravity:
             A[:, 3:] -= self.gravity
         return V, A
@@ -341,11 +385,12 @@ class RigidBodyModel:
         """tau = M qdd + b by recursive Newton-Euler (gravity from the skeleton)."""
         V, A = self.accelerations(kin, qd_si, qdd_si, gravity=True)
         m, h, J = self._inertias(kin)
+        n = self.n
         # f_j = I_j a_j + v_j x* (I_j v_j),  x*: [w; v] x* [n; f] = [w x n + v x f; w x f]
-        hv = self._apply_inertia(m, h, J, V)
+        IV, f = self._apply_inertia(m, h, J, np.stack([V, A]))         # I v, I a
         w, v = V[:, :3], V[:, 3:]
-        f = self._apply_inertia(m, h, J, A) + np.concatenate(
-            [_cross(w, hv[:, :3]) + _cross(v, hv[:, 3:]), _cross(w, hv[:, 3:])], axis=1)
+        f += _cross(w[:, None, :], IV.reshape(n, 2, 3)).reshape(n, 6)  # [w x n, w x f]
+        f[:, :3] += _cross(v, IV[:, 3:])
         # F_j = sum over the subtree of j ; tau_j = S_j . F_j
         Fsub = self.ancf @ f
         return np.einsum("ni,ni->n", kin.S, Fsub)
@@ -360,12 +405,13 @@ class RigidBodyModel:
         return self.rnea(kin, z, z)
 
     def factor(self, M):
-        """Cholesky factor of M + diag(armature), for solve()."""
-        return cho_factor(M + np.diag(self.armature), lower=True, check_finite=False)
+        """Cholesky factor of M + diag(armature), for solve() (LAPACK potrf directly: scipy's
+        cho_factor / cho_solve wrappers cost more than the 48 x 48 factorisation itself)."""
+        return cholesky_lower(M + np.diag(self.armature))
 
     @staticmethod
     def solve(fac, rhs):
-        return cho_solve(fac, rhs, check_finite=False)
+        return cholesky_solve(fac, rhs)
 
     def forward_dynamics(self, q_si, qd_si, tau, kin=None):
         """qdd = (M + diag(armature))^-1 (tau - b): (n,)."""

@@ -35,6 +35,17 @@ class MeasurementModel:
         self.f_link = np.array([f.link for f in sk.features], int)
         self.f_pos = np.array([f.position for f in sk.features]).reshape(-1, 3)
         self.f_rot = np.array([f.rotation() for f in sk.features]).reshape(-1, 3, 3)
+        n = model.n
+        self._tr3 = np.nonzero(~np.tile(model.is_rot, 3))[0]             # translation columns, x3
+        # ancestor mask rows (dofs above each dof body; world row n: none), tiled 3 times
+        self._anc3 = np.tile(np.vstack([model.ancf.T, np.zeros((1, n))]), 3)
+        self.f_body = model.link_body[self.f_link]                        # dof frame (-1: world)
+        self.f_off = model.link_off_m[self.f_link] + self.f_pos           # in that frame
+        self.f_body_w = np.where(self.f_body < 0, model.n, self.f_body)    # world: row n
+        self.f_frame = np.zeros((len(self.f_link), 4, 4))                 # [f_rot f_off; 0 1]
+        self.f_frame[:, :3, :3] = self.f_rot
+        self.f_frame[:, :3, 3] = self.f_off
+        self.f_frame[:, 3, 3] = 1.0
         self.gyro_sigma = float(gyro_sigma_rad_s)
         self.accel_sigma = float(accel_sigma_m_s2)
         self.marker_sigma = float(marker_sigma_m)
@@ -42,27 +53,52 @@ class MeasurementModel:
         self.orient_sigma = float(orient_sigma_rad)
 
     def _indices(self, table, what):
+        if not table:
+            return np.zeros(0, int), []
+        index = self.index
         names, vals = [], []
         for name, v in table.items():
-            if v is None:
-                continue
-            if name not in self.index:
-                raise ValueError("%s: no feature named %r in skeleton %r"
-                                 % (what, name, self.model.skeleton.name))
+            if v is not None:
+                k = index.get(name)
+                if k is None:
+                    raise ValueError("%s: no feature named %r in skeleton %r"
+                                     % (what, name, self.model.skeleton.name))
+                names.append(k)
+                vals.append(v)
+        try:
+            # all readings of one kind have one size: one array, one finiteness test
+            arr = np.array(vals, float).reshape(len(vals), -1)
+        except ValueError:
+            arr = None
+        if arr is not None:
+            ok = np.isfinite(arr).all(axis=1)                 # NaN or inf: treated as missing
+            idx = np.array(names, int)
+            return (idx, arr) if ok.all() else (idx[ok], arr[ok])
+        out_n, out_v = [], []
+        for k, v in zip(names, vals):
             v = np.asarray(v, float).ravel()
             if not np.all(np.isfinite(v)):
                 continue                      # NaN or inf: treated as missing
-            names.append(self.index[name])
-            vals.append(v)
-        return np.array(names, int), vals
+            out_n.append(k)
+            out_v.append(v)
+        return np.array(out_n, int), out_v
 
     def features(self, kin, idx):
         """World positions (K, 3), sensor rotations (K, 3, 3) and dof bodies (K,) of features."""
-        RL, pL = self.model.link_frames(kin)
-        lk = self.f_link[idx]
-        R = RL[lk]
-        p = pL[lk] + np.einsum("kij,kj->ki", R, self.f_pos[idx])
-        return p, R @ self.f_rot[idx], self.model.link_body[lk]
+        # the feature sits at link_off + f_pos in the frame of its link's dof body (world: -1)
+        b = self.f_body[idx]
+        if kin.T is not None:
+            # [Rs | p] = [R_b | p_b] [f_rot f_off; 0 1]: one batched product (world: row n of T)
+            F = kin.T[self.f_body_w[idx]] @ self.f_frame[idx]
+            return F[:, :, 3], F[:, :, :3], b
+        if b.size and b.min() < 0:
+            m = self.model
+            R = np.concatenate([kin.R, np.eye(3)[None]])[np.where(b < 0, m.n, b)]
+            pb = np.concatenate([kin.p_m, np.zeros((1, 3))])[np.where(b < 0, m.n, b)]
+        else:
+            R, pb = kin.R[b], kin.p_m[b]
+        p = pb + (R @ self.f_off[idx][:, :, None])[:, :, 0]
+        return p, R @ self.f_rot[idx], b
 
     def _mask(self, bodies):
         m = self.model
@@ -105,8 +141,8 @@ class MeasurementModel:
             zs.append(np.concatenate(vals))
             hs.append(h)
             Hs.append(H)
-            rs.append(np.tile(np.r_[np.full(3, self.gyro_sigma ** 2), np.full(3, self.accel_sigma ** 2)],
-                              len(idx)))
+            r6 = np.r_[np.full(3, self.gyro_sigma ** 2), np.full(3, self.accel_sigma ** 2)]
+            rs.append(np.tile(r6, len(idx)))
         orient = getattr(obs, "orient", None)
         idx, vals = self._indices(orient, "orient") if orient else (np.zeros(0, int), [])
         if len(idx):
@@ -124,6 +160,8 @@ class MeasurementModel:
             rs.append(np.full(3 * len(idx), self.orient_sigma ** 2))
         if not zs:
             return np.zeros(0), np.zeros(0), np.zeros((0, nx)), np.zeros(0)
+        if len(zs) == 1:                      # one kind of observation: nothing to stack
+            return zs[0], hs[0], Hs[0], rs[0]
         return np.concatenate(zs), np.concatenate(hs), np.vstack(Hs), np.concatenate(rs)
 
     def imu_predict(self, kin, qd, qdd, idx):
@@ -153,76 +191,73 @@ class MeasurementModel:
         S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = u[..., 2], -u[..., 1], u[..., 0]
         return S
 
-    def _djx_dq(self, kin, Vx, p, b):
-        """d(J(q) x)/dq (..., K, 3, n) for a fixed generalised vector x with velocities Vx
-        (..., n, 6) = S-sums (leading axes: several vectors at once); p (K, 3), b (K,).
-
-        rotation k: w_k x (a_k x (p - o_k)) + a_k x (v_p - (v_k + w_k x p)), which by
-        a x (b x c) = b (a.c) - c (a.b) is  a_k (w_k.p) - w_k (a_k.p) + a_k x v_p - c_k,
-        c_k = w_k x (a_k x o_k) + a_k x v_k (the p (w_k.a_k) terms cancel); translation: w_k x a_k
-        """
-        m = self.model
-        a, o = kin.axis, kin.origin_m
-        Z = np.zeros(Vx.shape[:-2] + (1, 6))
-        Vb = np.concatenate([Vx, Z], axis=-2)[..., b, :]              # (..., K, 6)
-        vp = Vb[..., 3:] + _cross(Vb[..., :3], p)                     # (..., K, 3)
-        w, v = Vx[..., :3], Vx[..., 3:]                               # (..., n, 3)
-        wT = np.swapaxes(w, -1, -2)                                   # (..., 3, n)
-        aT = a.T
-        # a_k (w_k . p) - w_k (a_k . p)
-        rot = aT * (p @ wT)[..., :, None, :] - wT[..., None, :, :] * (p @ aT)[..., :, None, :]
-        # + a_k x v_p = -(v_p x a_k)
-        rot -= self._skew(vp) @ aT
-        c = _cross(w, _cross(a, o)) + _cross(a, v)                    # (..., n, 3)
-        rot -= np.swapaxes(c, -1, -2)[..., None, :, :]
-        tr = np.swapaxes(_cross(w, a), -1, -2)[..., None, :, :]
-        return np.where(m.is_rot, rot, tr)
-
-    def _jdot(self, kin, V, p, b):
-        """Jdot (K, 3, n): column j = (w_par x a_j) x (p - o_j) + a_j x (v_p - v(o_j)) (rotation),
-        w_par x a_j (translation); w_par, v(o_j): motion of the frame dof j's axis is fixed in.
-        Rotation, expanded: -(p x adot_j) - (v_p x a_j) - (adot_j x o_j + a_j x v(o_j))."""
-        m = self.model
-        a, o = kin.axis, kin.origin_m
-        Z = np.zeros((1, 6))
-        Vp = np.concatenate([V, Z])[m._par]
-        wpar = Vp[:, :3]
-        vo = Vp[:, 3:] + _cross(wpar, o)
-        Vb = np.concatenate([V, Z])[b]
-        vp = Vb[:, 3:] + _cross(Vb[:, :3], p)
-        adot = _cross(wpar, a)                                        # (n, 3)
-        c = (_cross(adot, o) + _cross(a, vo)).T                       # (3, n)
-        rot = -(self._skew(p) @ adot.T) - self._skew(vp) @ a.T - c
-        return np.where(m.is_rot, rot, adot.T)
-
     def _imu(self, lin, idx, nx):
+        """(None, h, H) of the IMUs idx at lin: all sensors at once, one set of array operations.
+
+        With a = the dof axes, o = points on them, and for a vector x of dof rates with spatial
+        velocities Vx (x = qd: V; x = qdd: Vq), wx_par / vx(o_j) the motion of the frame dof j's
+        axis is fixed in, the point Jacobian's derivative along x (the point's Hessian is
+        symmetric, so d(J x)/dq = sum_k x_k dJ/dq_k = "Jdot" with qd replaced by x):
+          Jdot_x[:, j] = ad_j x (p - o_j) + a_j x (vx_p - vx(o_j))   (rotation; ad_j = wx_par x a_j)
+                       = -(p x ad_j) - (vx_p x a_j) - c_j,  c_j = ad_j x o_j + a_j x vx(o_j)
+                       ad_j                                          (translation)
+        The blocks (sensor frame: Rs' of each world-frame block below):
+          gyro   H_q = -(a_i x w_i) = ad_i (rotations; w_i = w_par + a_i qd_i),  H_qd = Jw
+          accel  H_q = -(a_i x f) + d(J qdd)/dq = (f x a_i) + Jdot_qdd,
+                 H_qd = Jdot + d(J qd)/dq = 2 Jdot,  + Rs' J dqdd/dx
+        (the accelerometer drops d(Jdot qd)/dq, second order in qd; see the module docstring).
+        """
         m = self.model
         n = m.n
         kin, qd, qdd = lin.kin, lin.qd, lin.qdd
-        V, A = m.accelerations(kin, qd, qdd)
+        # velocities and velocity-product accelerations: shared with the bias (RNEA) at lin
+        V, Ad = m.motion(kin, qd)
         p, Rs, b = self.features(kin, idx)
-        w, pdd = self._point_motion(V, A, p, b)
-        f = pdd - m.gravity
         K = len(idx)
-        mask = self._mask(b)                                          # (K, n)
-        rmask = mask * m.is_rot[None, :]
-        a = kin.axis
-        RsT = Rs.transpose(0, 2, 1)
+        a, o = kin.axis, kin.origin_m
+        # [V, Vq, A = Ad + Vq] with the world (at rest) as row n
+        W = np.zeros((3, n + 1, 6))
+        W[0, :n] = V
+        W[1, :n] = m.velocities(kin, qdd)
+        np.add(Ad, W[1, :n], out=W[2, :n])
+        bw = np.where(b < 0, n, b)
+        Wb = W[:, bw]                                                 # (3, K, 6) sensor bodies
+        # v_p = v_O + w x p (for V and Vq) ; a_O + alpha x p (for A)
+        L = Wb[..., 3:] + _cross(Wb[..., :3], p)                      # (3, K, 3)
+        w = Wb[0, :, :3]
+        # f = pdd - g,  pdd = a_O + alpha x p + w x v_p
+        f = L[2] + _cross(w, L[0]) - m.gravity
+        # parent-frame motions of every dof for V and Vq: ad_j = w_par x a_j, v(o_j)
+        Wp = W[:2, m._par]                                            # (2, n, 6)
+        ad = _cross(Wp[..., :3], a)                                   # (2, n, 3)
+        # c_j = ad_j x o_j + a_j x (v_par + w_par x o_j) = a_j x v_par + (o_j x a_j) x w_par
+        # (Jacobi identity); o_j x a_j = S_j's linear part (rotations: the only columns c enters)
+        c = _cross(a, Wp[..., 3:]) + _cross(kin.S[:, 3:], Wp[..., :3])
+        # skew(u) v = u x v for u = p, v_p, vq_p, f: two batched products give every u x column
+        Sk = self._skew(np.stack([p, L[0], L[1], f]))                 # (4, K, 3, 3)
+        G = np.concatenate([ad[1], ad[0], a]).T                       # (3, 3n): [adq | ad | a]
+        Q = Sk[0] @ G                                                 # p x [adq | ad | a]
+        Pv = Sk[1:] @ a.T                                             # (3, K, 3, n): u x a_j
+        np.negative(Q, out=Q)
+        # rotation columns: accel H_q = -(p x adq) - (vq_p x a) - cq + (f x a)
+        Q[..., :n] += Pv[2] - Pv[1] - c[1].T
+        # Jdot = -(p x ad) - (v_p x a) - c
+        Q[..., n:2 * n] -= Pv[0] + c[0].T
+        # J = a x (p - o) = -(p x a) + o x a  (o x a: S's linear part)
+        Q[..., 2 * n:] += kin.S[:, 3:].T
+        mask3 = self._anc3[bw]                                        # (K, 3n): dofs above, x3
+        X = np.empty((K, 3, 5 * n))
         # world-frame blocks, columns [gyro H_q | gyro H_qd | accel H_q | accel H_qd | J],
         # rotated into the sensor frames by one batched product with Rs'
-        X = np.empty((K, 3, 5 * n))
-        # gyro: h = Rs' w ; H_qd = Rs' Jw ; H_q[:, i] = -Rs' (a_i x w_i)
-        X[:, :, n:2 * n] = a.T[None] * rmask[:, None, :]              # Jw (K, 3, n)
-        X[:, :, :n] = -_cross(a, V[:, :3]).T[None] * rmask[:, None, :]
-        # accel: h = Rs' (pdd - g); H_q = -(a_i x f) + d(J qdd)/dq, H_qd = Jdot + d(J qd)/dq
-        X[:, :, 4 * n:] = m.point_jacobian(kin, self.f_link[idx], p)  # Jv (K, 3, n)
-        rotf = -(self._skew(f) @ a.T) * rmask[:, None, :]             # a_i x f = -(f x a_i)
-        Vqdd = m.velocities(kin, qdd)
-        # d(J qdd)/dq and d(J qd)/dq in one pass (two fixed vectors stacked on a leading axis)
-        djx = self._djx_dq(kin, np.stack([Vqdd, V]), p, b)                  # (2, K, 3, n)
-        X[:, :, 2 * n:3 * n] = -rotf + djx[0] * mask[:, None, :]
-        X[:, :, 3 * n:4 * n] = (self._jdot(kin, V, p, b) + djx[1]) * mask[:, None, :]
-        Y = RsT @ X
+        rmask = (mask3[:, :n] * m.is_rot[None, :])[:, None, :]
+        X[:, :, :n] = ad[0].T * rmask                                 # gyro H_q = ad (rotations)
+        X[:, :, n:2 * n] = a.T * rmask                                # gyro H_qd = Jw
+        # translation columns: accel H_q = adq, Jdot = ad, J = a
+        if len(self._tr3):
+            Q[:, :, self._tr3] = G[:, self._tr3]
+        np.multiply(Q, mask3[:, None, :], out=X[:, :, 2 * n:])
+        X[:, :, 3 * n:4 * n] *= 2.0                                   # accel H_qd = 2 Jdot
+        Y = Rs.transpose(0, 2, 1) @ X
         H = np.zeros((K, 6, nx))
         H[:, :3, :2 * n] = Y[:, :, :2 * n]
         H[:, 3:, :2 * n] = Y[:, :, 2 * n:4 * n]
@@ -230,10 +265,13 @@ class MeasurementModel:
         # CA -> [0, 0, I], CV -> 0); only the column blocks of dqdd/dx that are not zero
         D = lin.dqdd_dx
         if D is not None:
-            RJ = Y[:, :, 4 * n:]
-            for s in range(nx // n):
+            RJ = Y[:, :, 4 * n:].reshape(3 * K, n)
+            # (the torque model's h_tau_only linearisation says its q, qd blocks are zero)
+            first = nx // n - 1 if getattr(lin, "tau_only", False) else 0
+            for s in range(first, nx // n):
                 blk = D[:, s * n:(s + 1) * n]
                 if blk.any():
-                    H[:, 3:, s * n:(s + 1) * n] += RJ @ blk
-        h = np.concatenate([np.einsum("kji,kj->ki", Rs, w), np.einsum("kji,kj->ki", Rs, f)], axis=1)
+                    H[:, 3:, s * n:(s + 1) * n] += (RJ @ blk).reshape(K, 3, n)
+        # h = [Rs' w, Rs' f] per sensor
+        h = (Rs.transpose(0, 2, 1) @ np.stack([w, f], axis=2)).transpose(0, 2, 1)
         return None, h.ravel(), H.reshape(-1, nx)

@@ -28,11 +28,13 @@ from device.body.dynamics import _cross
 class Linearisation:
     """Quantities at one state: kin, qd, qdd (n,), dqdd_dx (n, nx), and the model's factors."""
 
-    __slots__ = ("kin", "qd", "qdd", "dqdd_dx", "Minv", "Dq", "Dqd", "M", "x")
+    __slots__ = ("kin", "qd", "qdd", "dqdd_dx", "Minv", "Dq", "Dqd", "M", "x", "tau_only")
 
-    def __init__(self, kin, qd, qdd, dqdd_dx, Minv=None, Dq=None, Dqd=None, M=None, x=None):
+    def __init__(self, kin, qd, qdd, dqdd_dx, Minv=None, Dq=None, Dqd=None, M=None, x=None, tau_only=False):
         self.kin, self.qd, self.qdd, self.dqdd_dx = kin, qd, qdd, dqdd_dx
         self.Minv, self.Dq, self.Dqd, self.M, self.x = Minv, Dq, Dqd, M, x
+        # tau_only: dqdd_dx is [0, 0, M^-1] (only its last block is non-zero)
+        self.tau_only = tau_only
 
 
 def gravity_stiffness(model, kin):
@@ -50,11 +52,13 @@ def gravity_stiffness(model, kin):
     G = -model.gravity
     r = hc - mc[:, None] * kin.origin_m
     u = _cross(G[None, :], a)                                  # G x a_j
-    w = _cross(r, G[None, :])                                   # r_j x G
-    # rotation j: z_j = a_j x (r_j x G) + r_j x (G x a_j) ; translation j: z_j = a_j x (m_j G)
-    z = np.where(model.is_rot[:, None], _cross(a, w) + _cross(r, u), _cross(a, mc[:, None] * G[None, :]))
+    ar = _cross(a, r)                                           # a_j x r_j
+    # rotation j: z_j = a_j x (r_j x G) + r_j x (G x a_j) = (a_j x r_j) x G  (Jacobi identity)
+    # translation j: z_j = a_j x (m_j G) = -m_j (G x a_j)
+    rot = model.is_rot[:, None]
+    z = np.where(rot, _cross(ar, G[None, :]), -mc[:, None] * u)
     T1 = a @ z.T                                                # T1[i, j] = a_i . z_j
-    y = np.where(model.is_rot[:, None], _cross(a, r), mc[:, None] * a)
+    y = np.where(rot, ar, mc[:, None] * a)
     T2 = y @ u.T                                                # T2[i, j] = y_i . u_j
     masks = getattr(model, "_gstiff_masks", None)
     if masks is None:
@@ -174,7 +178,7 @@ class TorqueProcess:
             dqdd_dx = np.hstack([np.zeros((n, 2 * n)), Minv])
         else:
             dqdd_dx = np.hstack([Dq, np.zeros((n, n)) if Dqd is None else Dqd, Minv])
-        return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd, M, x.copy())
+        return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd, M, x.copy(), tau_only=self.h_tau_only)
 
     def _fd(self, q, qd, tau, eps=1e-6):
         n = self.n
@@ -206,8 +210,11 @@ class TorqueProcess:
             qddf = None
         for _ in range(self.substeps):
             x = self._step(x, self.h_s, qddf)
-        Q = np.zeros((3 * n, 3 * n))
-        Q[:2 * n, :2 * n] = np.diag(self.q_var * dt)
+        Q0 = getattr(self, "_Q0", None)
+        if Q0 is None or Q0[0] != dt:
+            Q0 = self._Q0 = (dt, np.zeros((3 * n, 3 * n)))
+            Q0[1][:2 * n, :2 * n] = np.diag(self.q_var * dt)
+        Q = Q0[1].copy()
         # Q_tau = dt M diag(accel_sigma^2) M  (or dt diag(tau_sigma^2))
         Q[2 * n:, 2 * n:] = dt * (np.diag(self.tau_var) if self.tau_var is not None
                                   else self.torque_cov(lin.M, self.accel_var))
@@ -231,9 +238,13 @@ class TorqueProcess:
         if Dqd is not None:
             c = c - Dqd @ xl[n:2 * n]
 
+        held = [None, None]                   # (tau, c + M^-1 tau): tau is held over the stages
+
         def qdd(q, qd, tau):
-            # qdd = c + Dq q + Dqd qd + M^-1 tau
-            v = c + Dq @ q + Minv @ tau
+            # qdd = (c + M^-1 tau) + Dq q + Dqd qd
+            if held[0] is not tau:
+                held[0], held[1] = tau, c + Minv @ tau
+            v = held[1] + Dq @ q
             return (v if Dqd is None else v + Dqd @ qd), None
         return qdd
 
@@ -283,13 +294,14 @@ class TorqueProcess:
             A[:n, 2 * n:] = dt * A[n:2 * n, 2 * n:]
             return A
         # A = I + dt Fc + dt^2/2 Fc^2,  Fc^2 = [[Dq, Dqd, Minv], [Dqd Dq, Dq + Dqd^2, Dqd Minv], 0]
+        # by block rows, C = [Dq, Dqd, Minv] (Fc's qd rows):
+        #   q rows  = [I, dt I, 0] + h C ;  qd rows = [0, I, 0] + dt C + h (Dqd C + [0, Dq, 0])
         h = 0.5 * dt * dt
-        A[:n, :n] += h * Dq
-        A[:n, n:2 * n] = dt * I + h * Dqd
-        A[:n, 2 * n:] = h * Minv
-        A[n:2 * n, :n] = dt * Dq + h * (Dqd @ Dq)
-        A[n:2 * n, n:2 * n] += dt * Dqd + h * (Dq + Dqd @ Dqd)
-        A[n:2 * n, 2 * n:] = dt * Minv + h * (Dqd @ Minv)
+        C = np.concatenate([Dq, Dqd, Minv], axis=1)
+        A[n:2 * n, n:2 * n] += h * Dq
+        A[:n, n:2 * n] = dt * I
+        A[:n] += h * C
+        A[n:2 * n] += dt * C + h * (Dqd @ C)
         return A
 
 
