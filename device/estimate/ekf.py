@@ -61,9 +61,9 @@ def joseph(P, PHT, K, H, r, S=None):
       P+ = P - K PHT' - (PHT - K S) K'
     Split evenly, U = PHT - K S / 2:  P+ = P - (K U' + U K') = P - (W + W'),  W = K U'.
     nx^2 nz + nx nz^2 multiply-adds (nz < 2 nx; fewer than the 3 nx^2 nz of going through L),
-    instead of 2 nx^3 + 2 nx^2 nz (the dense form, kept for nz >= 2 nx). Every step is exact algebra valid for any gain K (nothing
-    assumes K optimal, where PHT - K S would be 0), so this is the Joseph form: an error dK in
-    K still changes P+ only by dK S dK'.
+    instead of 2 nx^3 + 2 nx^2 nz (the dense form, kept for nz >= 2 nx). Every step is exact
+    algebra valid for any gain K (nothing assumes K optimal, where PHT - K S would be 0), so
+    this is the Joseph form: an error dK in K still changes P+ only by dK S dK'.
     """
     nx, nz = K.shape
     if nz >= 2 * nx:

@@ -214,7 +214,7 @@ class MeasurementModel:
         V, Ad = m.motion(kin, qd)
         p, Rs, b = self.features(kin, idx)
         K = len(idx)
-        a, o = kin.axis, kin.origin_m
+        a = kin.axis
         # [V, Vq, A = Ad + Vq] with the world (at rest) as row n
         W = np.zeros((3, n + 1, 6))
         W[0, :n] = V
