@@ -16,8 +16,10 @@ class Driver:
     HAS_WATCHDOG = False
     BAUD = 115200
 
-    def __init__(self, port):
+    def __init__(self, port, echo=False):
         self.port = port
+        # echo: a half-duplex bus (TX and RX on one wire) hands back every byte we send
+        self.echo = echo
         self.stats = {"frames": 0, "commands": 0, "bytes": 0, "errors": 0, "timeouts": 0}
 
     def write(self, data):
@@ -27,6 +29,9 @@ class Driver:
             self.stats["errors"] += 1
             raise
         self.stats["bytes"] += len(data)
+        if self.echo and self.read_exact(len(data)) != data:
+            # our own bytes did not come back as sent: a collision or a noisy line
+            self.stats["errors"] += 1
         return n
 
     def read_exact(self, n):

@@ -132,14 +132,8 @@ class Dynamixel(Driver):
     BAUD = 57600
 
     def __init__(self, port, echo=False):
-        Driver.__init__(self, port)
-        self.echo = echo
+        Driver.__init__(self, port, echo)
         self.ids = []
-
-    def write(self, data):
-        Driver.write(self, data)
-        if self.echo and self.read_exact(len(data)) != data:
-            self.stats["errors"] += 1
 
     def start(self, servos):
         self.ids = [i for i, _ in servos]

@@ -137,15 +137,9 @@ class Feetech(Driver):
     BAUD = 1000000
 
     def __init__(self, port, series="sts", echo=False):
-        Driver.__init__(self, port)
+        Driver.__init__(self, port, echo)
         self.series = series
-        self.echo = echo
         self.ids = []
-
-    def write(self, data):
-        Driver.write(self, data)
-        if self.echo and self.read_exact(len(data)) != data:
-            self.stats["errors"] += 1
 
     def start(self, servos):
         self.ids = [i for i, _ in servos]

@@ -97,16 +97,8 @@ class LX16A(Driver):
     BAUD = 115200
 
     def __init__(self, port, echo=False, time_ms=0):
-        Driver.__init__(self, port)
-        self.echo = echo
+        Driver.__init__(self, port, echo)
         self.time_ms = time_ms
-
-    def write(self, data):
-        Driver.write(self, data)
-        if self.echo:
-            got = self.read_exact(len(data))
-            if got != data:
-                self.stats["errors"] += 1
 
     def encode_positions(self, cmds):
         return group_move(list(cmds), self.time_ms) + move_start()
