@@ -23,3 +23,69 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip("shared data folder %s is absent (real BVH/C3D/IMU clips)" % SHARED_DATA)
     return SHARED_DATA
+
+
+# osc_receiver: a real python-osc server on 127.0.0.1 (port 0) recording (address, args)
+class _OscReceiver:
+    def __init__(self):
+        import threading
+
+        from pythonosc.dispatcher import Dispatcher
+        from pythonosc.osc_server import ThreadingOSCUDPServer
+        self.messages = []
+        self.cond = threading.Condition()
+        d = Dispatcher()
+        d.set_default_handler(self._on)
+        self.server = ThreadingOSCUDPServer(("127.0.0.1", 0), d)
+        self.port = self.server.server_address[1]
+        self.target = "127.0.0.1:%d" % self.port
+        self._thread = threading.Thread(target=self.server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    def _on(self, address, *args):
+        with self.cond:
+            self.messages.append((address, args))
+            self.cond.notify_all()
+
+    def count(self, address):
+        with self.cond:
+            return sum(a == address for a, _ in self.messages)
+
+    def wait_for(self, predicate, timeout):
+        """True once predicate() holds (re-checked on every message), False after timeout."""
+        with self.cond:
+            return self.cond.wait_for(predicate, timeout=timeout)
+
+    def wait_count(self, address, count, timeout_s=10.0):
+        """All messages so far, once `count` messages to `address` have arrived (else fail)."""
+        ok = self.wait_for(lambda: self.count(address) >= count, timeout_s)
+        assert ok, "only %d %s messages arrived" % (self.count(address), address)
+        with self.cond:
+            return list(self.messages)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+@pytest.fixture
+def make_osc_receiver():
+    """A factory: each call starts another receiver; all are closed after the test."""
+    pytest.importorskip("pythonosc")
+    made = []
+
+    def make():
+        made.append(_OscReceiver())
+        return made[-1]
+    try:
+        yield make
+    finally:
+        for r in made:
+            r.close()
+
+
+@pytest.fixture
+def osc_receiver(make_osc_receiver):
+    return make_osc_receiver()

@@ -3,7 +3,6 @@
 import json
 import os
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -177,39 +176,22 @@ def test_amplitude_copies_have_own_thresholds_and_round_trip(tmp_path):
         _gesture(thresholds=[0.0])
 
 
-def test_actions_osc_serial_exec(tmp_path):
-    pytest.importorskip("pythonosc")
-    from pythonosc.dispatcher import Dispatcher
-    from pythonosc.osc_server import ThreadingOSCUDPServer
+def test_actions_osc_serial_exec(tmp_path, osc_receiver):
     from device.gestures.recognizer import Match
     from host.gestures.actions import Actions, parse_command
-    got, ev = [], threading.Event()
-
-    def on(address, *args):
-        got.append((address, args))
-        ev.set()
-    d = Dispatcher()
-    d.set_default_handler(on)
-    srv = ThreadingOSCUDPServer(("127.0.0.1", 0), d)
-    th = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    th.start()
-    try:
-        port = srv.server_address[1]
-        act = Actions(osc_target=("127.0.0.1", port))
-        out = tmp_path / "ran.txt"
-        code = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
-        m = Match("kick", "osc:/tv/power 1 2.5 on", 0.8, 0.1, 0.5, 0, 10, 12, 0.0, 0.33, 0.4)
-        act.perform(m)
-        assert ev.wait(10)
-        assert got == [("/tv/power", (1, 2.5, "on"))]
-        act.perform(m._replace(command="serial:loop:// POWER {name}"))
-        assert act.serial_port("loop://").read(16) == b"POWER kick\n"
-        act.perform(m._replace(command="exec:%s -c \"%s\" %s {name}:{confidence}" % (sys.executable, code, out)))
-        act.close()
-        assert out.read_text() == "kick:0.800"
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    rx = osc_receiver
+    act = Actions(osc_target=("127.0.0.1", rx.port))
+    out = tmp_path / "ran.txt"
+    code = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
+    m = Match("kick", "osc:/tv/power 1 2.5 on", 0.8, 0.1, 0.5, 0, 10, 12, 0.0, 0.33, 0.4)
+    act.perform(m)
+    assert rx.wait_for(lambda: rx.messages, timeout=10)
+    assert rx.messages == [("/tv/power", (1, 2.5, "on"))]
+    act.perform(m._replace(command="serial:loop:// POWER {name}"))
+    assert act.serial_port("loop://").read(16) == b"POWER kick\n"
+    act.perform(m._replace(command="exec:%s -c \"%s\" %s {name}:{confidence}" % (sys.executable, code, out)))
+    act.close()
+    assert out.read_text() == "kick:0.800"
     assert parse_command("osc://10.1.2.3:7000/a/b x") == ("osc", (("10.1.2.3", 7000), "/a/b", ["x"]))
     for bad in ("osc:noslash", "osc://h:x/a", "serial:", "exec:", "shell:rm"):
         with pytest.raises(FormatError):

@@ -2,14 +2,11 @@
 
 import math
 import os
-import threading
 
 import numpy as np
 import pytest
 
 pytest.importorskip("pythonosc")
-from pythonosc.dispatcher import Dispatcher  # noqa: E402
-from pythonosc.osc_server import ThreadingOSCUDPServer  # noqa: E402
 
 from device.body.human import human_model  # noqa: E402
 from device.body.kinematics import forward_kinematics  # noqa: E402
@@ -19,45 +16,9 @@ from device.outputs.vmc import VmcOutput, quat_xyzw  # noqa: E402
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "bvh")
 
 
-class Receiver:
-    """A python-osc UDP server on 127.0.0.1 (free port) collecting (address, args)."""
-
-    def __init__(self):
-        self.messages = []
-        self.lock = threading.Lock()
-        self.cond = threading.Condition(self.lock)
-        d = Dispatcher()
-        d.set_default_handler(self._on)
-        self.server = ThreadingOSCUDPServer(("127.0.0.1", 0), d)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
-        self.thread.start()
-
-    def _on(self, address, *args):
-        with self.cond:
-            self.messages.append((address, args))
-            self.cond.notify_all()
-
-    def wait_for(self, address, count, timeout_s=10.0):
-        with self.cond:
-            ok = self.cond.wait_for(lambda: sum(a == address for a, _ in self.messages) >= count,
-                                    timeout=timeout_s)
-        assert ok, "only %d %s messages arrived" % (sum(a == address for a, _ in self.messages), address)
-        with self.lock:
-            return list(self.messages)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
-
 @pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
+def receiver(osc_receiver):
+    return osc_receiver
 
 
 def test_osc_frames_arrive_with_row_values(receiver):
@@ -66,7 +27,7 @@ def test_osc_frames_arrive_with_row_values(receiver):
     frames = [[10.5, 20.25, 0.01], [11.0, float("nan"), 0.02], [12.0, 22.0, None]]
     for i, v in enumerate(frames):
         out(i, i / 30.0, v, None)
-    msgs = receiver.wait_for("/motionstaff/frame", 3)
+    msgs = receiver.wait_count("/motionstaff/frame", 3)
     out.close()
     got = [args for a, args in msgs if a == "/motionstaff/frame"]
     assert [g[0] for g in got] == [0, 1, 2]
@@ -139,7 +100,7 @@ def test_vmc_human_model_bones_match_fk(receiver):
     assert "LeftUpperArm" in out.bone_names and "RightToes" in out.bone_names
     out(0, 0.0, sk.home)
     out(1, 1 / 30.0, q)
-    msgs = receiver.wait_for("/VMC/Ext/T", 2)
+    msgs = receiver.wait_count("/VMC/Ext/T", 2)
     out.close()
     n = len(out.bone_names)
     first = msgs[: msgs.index(next(m for m in msgs if m[0] == "/VMC/Ext/T")) + 1]
@@ -168,7 +129,7 @@ def test_vmc_real_bvh_clip_matches_fk(receiver):
     frames = [0, 60, 190]
     for k, f in enumerate(frames):
         out(f, f / st.fps, st.values[:, f])
-    msgs = receiver.wait_for("/VMC/Ext/T", 3)
+    msgs = receiver.wait_count("/VMC/Ext/T", 3)
     out.close()
     ends = [i for i, (a, _) in enumerate(msgs) if a == "/VMC/Ext/T"]
     start = 0
@@ -192,19 +153,16 @@ def test_vmc_bad_input():
 
 
 @pytest.mark.skipif(not os.path.isdir(DATA), reason="../shared/data/bvh is absent")
-def test_stream_command_replays_a_clip(receiver, capsys):
+def test_stream_command_replays_a_clip(receiver, make_osc_receiver, capsys):
     from host.cli import main
     from host.bvh import read_bvh
     path = os.path.join(DATA, "dataset-1_run_normal_001.bvh")      # 24 frames
-    vmc = Receiver()
-    try:
-        rc = main(["stream", path, "--osc", ":%d" % receiver.port, "--vmc", "127.0.0.1:%d" % vmc.port,
-                   "--as-fast-as-possible"])
-        assert rc == 0
-        msgs = receiver.wait_for("/motionstaff/frame", 24)
-        vmsgs = vmc.wait_for("/VMC/Ext/T", 24)
-    finally:
-        vmc.close()
+    vmc = make_osc_receiver()
+    rc = main(["stream", path, "--osc", ":%d" % receiver.port, "--vmc", vmc.target,
+               "--as-fast-as-possible"])
+    assert rc == 0
+    msgs = receiver.wait_count("/motionstaff/frame", 24)
+    vmsgs = vmc.wait_count("/VMC/Ext/T", 24)
     st = read_bvh(path)
     frames = [args for a, args in msgs if a == "/motionstaff/frame"]
     assert sorted(f[0] for f in frames) == list(range(24))

@@ -3,14 +3,10 @@ at a python-osc receiver on 127.0.0.1."""
 
 import json
 import pathlib
-import threading
 
 import pytest
 
 pytest.importorskip("pythonosc")
-from pythonosc.dispatcher import Dispatcher  # noqa: E402
-from pythonosc.osc_server import ThreadingOSCUDPServer  # noqa: E402
-
 from host.cli import main  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -18,42 +14,23 @@ CLIP = REPO / ".." / "shared" / "data" / "bvh" / "dataset-1_kick_normal_001.bvh"
 
 
 @pytest.mark.skipif(not CLIP.exists(), reason="Bandai-Namco kick clip not found in ../shared/data/bvh")
-def test_play_streams_osc_and_vmc(tmp_path, capsys):
+def test_play_streams_osc_and_vmc(tmp_path, capsys, osc_receiver):
     robot = json.loads((REPO / "device" / "servo" / "robots" / "khr17-maestro.json").read_text())
     robot["ramp"]["max_vel_dps"] = 5000.0            # a quick ramp keeps the test short
     rp = tmp_path / "khr.json"
     rp.write_text(json.dumps(robot))
-    got = []
-    cond = threading.Condition()
-
-    def on(address, *args):
-        with cond:
-            got.append((address, args))
-            cond.notify_all()
-    d = Dispatcher()
-    d.set_default_handler(on)
-    srv = ThreadingOSCUDPServer(("127.0.0.1", 0), d)
-    th = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    th.start()
-    try:
-        port = srv.server_address[1]
-        rc = main(["play", str(CLIP), "--port", "loop://", "--robot", str(rp), "--from", "1", "--to", "1.3",
-                   "--no-progress", "--json", "--osc", "127.0.0.1:%d" % port, "--vmc", "127.0.0.1:%d" % port])
-        out = capsys.readouterr().out
-        assert rc == 0, out
-        s = json.loads(out.strip().splitlines()[-1])
-        sent = s["frames"]
-        assert sent >= 1 and s["frames"] + s["skipped"] == 10
-
-        def count(a):
-            return sum(x == a for x, _ in got)
-        with cond:
-            ok = cond.wait_for(lambda: count("/motionstaff/frame") >= sent and count("/VMC/Ext/T") >= sent,
-                               timeout=60)
-        assert ok, (sent, count("/motionstaff/frame"), count("/VMC/Ext/T"))
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    rx = osc_receiver
+    rc = main(["play", str(CLIP), "--port", "loop://", "--robot", str(rp), "--from", "1", "--to", "1.3",
+               "--no-progress", "--json", "--osc", rx.target, "--vmc", rx.target])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    s = json.loads(out.strip().splitlines()[-1])
+    sent = s["frames"]
+    assert sent >= 1 and s["frames"] + s["skipped"] == 10
+    ok = rx.wait_for(lambda: rx.count("/motionstaff/frame") >= sent and rx.count("/VMC/Ext/T") >= sent,
+                     timeout=60)
+    assert ok, (sent, rx.count("/motionstaff/frame"), rx.count("/VMC/Ext/T"))
+    got = rx.messages
     frames = sorted((a for x, a in got if x == "/motionstaff/frame"), key=lambda a: a[0])
     assert [a[0] for a in frames] == list(range(sent))          # frame indices count frames sent
     rows = [a for x, a in got if x == "/motionstaff/rows"][0]
