@@ -14,19 +14,11 @@ import pytest
 from device.capture.config import default_config
 from device.capture.loop import CaptureLoop
 from device.capture.unit import build_unit
+from tests.capture_run import run_and_score
 
 
 def _run(cfg, clip=None, seconds=4.0):
-    unit = build_unit(cfg, clip_path=clip)
-    loop = CaptureLoop(unit, truth=True)
-    est = []
-    loop.outputs.append(lambda k, t, v, c: est.append([np.nan if x is None else x for x in v]))
-    loop.run(duration_s=seconds)
-    est, truth = np.array(est), loop.truth_values()
-    rot = np.array([d.kind == "rotation" for d in unit.skeleton.dofs])
-    start = int(unit.rate_hz * 1.6)                     # after calibration and the blend-in
-    d = (est[start:, rot] - truth[start:, rot] + 180.0) % 360.0 - 180.0
-    return float(np.sqrt(np.mean(d ** 2))), unit, loop
+    return run_and_score(cfg, clip, seconds)
 
 
 def test_the_torque_state_ekf_is_the_default_estimator():

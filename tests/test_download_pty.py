@@ -2,12 +2,8 @@
 CRC-checked chunks, corruption and dropped packets, a pulled cable and Ctrl-C with resume,
 conversion to PNG, and names from the unit that would escape the folder refused."""
 
-import fcntl
 import os
 import random
-import select
-import struct
-import termios
 import threading
 
 import pytest
@@ -17,6 +13,7 @@ serial = pytest.importorskip("serial", reason="pyserial is not installed")
 from device.download import DownloadServer  # noqa: E402
 from host.bvh import read_bvh  # noqa: E402
 from host.cli import main  # noqa: E402
+from host.demo.fetch import PtyMasterLink  # noqa: E402
 from host.download import Client, DownloadError, open_link, target_path  # noqa: E402
 from host.stafffile import read_staff  # noqa: E402
 from protocol import container  # noqa: E402
@@ -26,31 +23,17 @@ CLIPS = {"rec0001.msr": ("131_03.bvh", 0, 700), "rec0002.msr": ("05_20-daz.bvh",
          "rec0003.msr": ("dataset-1_walk_normal_001.bvh", 0, 195)}
 
 
-class FdLink:
-    """The unit's end of the pty (the master fd) with pyserial's read/write/in_waiting, and
-    faults injected into what the unit sends: corrupted bytes, dropped packets, a pulled cable."""
+class FdLink(PtyMasterLink):
+    """The unit's end of the pty with faults injected into what the unit sends: corrupted bytes,
+    dropped packets, a pulled cable."""
 
     def __init__(self, fd, seed=0, corrupt=0.0, drop=0.0):
-        self.fd = fd
+        PtyMasterLink.__init__(self, fd)
         self.rng = random.Random(seed)
         self.corrupt, self.drop = corrupt, drop
         self.cut_after = None          # stop sending after this many more bytes
         self.sent = 0
         self.corrupted = self.dropped = 0
-
-    def read(self, n, timeout_s=0.05):
-        r, _, _ = select.select([self.fd], [], [], timeout_s)
-        if not r:
-            return b""
-        try:
-            return os.read(self.fd, n)
-        except OSError:
-            return b""
-
-    @property
-    def in_waiting(self):
-        buf = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0")
-        return struct.unpack("i", buf)[0]
 
     def write(self, data):
         data = bytearray(data)
@@ -65,13 +48,10 @@ class FdLink:
             i = self.rng.randrange(len(data) - 1)
             data[i] ^= 1 << self.rng.randrange(8)
             self.corrupted += 1
-        view = memoryview(bytes(data))
-        while view:
-            _, w, _ = select.select([], [self.fd], [], 5.0)
-            if not w:
-                return
-            k = os.write(self.fd, view)
-            view = view[k:]
+        try:
+            PtyMasterLink.write(self, data)
+        except OSError:                # the host stopped reading: like a cable nobody listens on
+            return
         self.sent += len(data)
 
 

@@ -13,6 +13,8 @@ quaternion 2^14 LSB per unit (3.6.5).
 
 import struct
 
+from device.sensors.register import RegisterChip
+
 _CHIP_ID = 0x00         # 0xA0
 _ACC_DATA = 0x08        # acc(6) mag(6) gyr(6) eul(6) qua(8): 0x08..0x27, 32 bytes
 _QUA_DATA = 0x20
@@ -33,7 +35,7 @@ QUA_LSB = 16384.0
 _UNITS = 0x02           # m/s^2, rad/s, degrees, Celsius
 
 
-class BNO055:
+class BNO055(RegisterChip):
     """One chip; read_all() gives raw data and the fused quaternion in one transfer."""
 
     def __init__(self, i2c, addr=0x28, mode="NDOF", delay_ms=None):
@@ -45,13 +47,6 @@ class BNO055:
         self.delay_ms = delay_ms
         self._buf = bytearray(32)
         self._one = bytearray(1)
-
-    def _get(self, reg):
-        self.i2c.readfrom_mem_into(self.addr, reg, self._one)
-        return self._one[0]
-
-    def _set(self, reg, value):
-        self.i2c.writeto_mem(self.addr, reg, bytes([value & 0xFF]))
 
     def init(self):
         """Check CHIP_ID, reset, select page 0, units, then the operating mode."""

@@ -14,6 +14,8 @@ no numpy, a preallocated buffer, struct with explicit byte order (the chip is bi
 
 import struct
 
+from device.sensors.register import RegisterChip
+
 _SMPLRT_DIV = 0x19      # 4.2  sample rate = gyro rate / (1 + div)
 _CONFIG = 0x1A          # 4.3  DLPF_CFG bits 2:0
 _GYRO_CONFIG = 0x1B     # 4.4  FS_SEL bits 4:3 (250, 500, 1000, 2000 dps)
@@ -35,7 +37,7 @@ DEG = 3.141592653589793 / 180.0
 _FMT = ">7h"
 
 
-class MPU6050:
+class MPU6050(RegisterChip):
     """One chip. read() returns (gyro_rad_s, accel_m_s2, temp_c) in the chip's own axes."""
 
     def __init__(self, i2c, addr=0x68, accel_range_g=4, gyro_range_dps=500, dlpf=3, rate_div=0,
@@ -66,13 +68,6 @@ class MPU6050:
         # LSB per unit: 16384 LSB/g at +-2 g, halving per range step; 131 LSB/dps at 250 dps
         self.accel_lsb_per_g = 16384.0 / (accel_range_g // 2)
         self.gyro_lsb_per_dps = 131.0 * 250.0 / gyro_range_dps
-
-    def _get(self, reg):
-        self.i2c.readfrom_mem_into(self.addr, reg, self._one)
-        return self._one[0]
-
-    def _set(self, reg, value):
-        self.i2c.writeto_mem(self.addr, reg, bytes([value & 0xFF]))
 
     def init(self):
         """Check WHO_AM_I, reset, wake on the gyro PLL, set ranges, filter and rate."""

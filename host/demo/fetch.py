@@ -19,8 +19,9 @@ import threading
 import tty
 
 
-class _MasterLink:
-    """The unit's end of the pty with the pyserial calls DownloadServer.serve uses."""
+class PtyMasterLink:
+    """The unit's end of a pty (its master fd) with the pyserial calls DownloadServer.serve uses:
+    read(n, timeout_s), in_waiting, write(data)."""
 
     def __init__(self, fd):
         self.fd = fd
@@ -57,7 +58,7 @@ def fetch_over_pty(unit_path, host_path, timeout_s=1.0):
     tty.setraw(slave)
     stop = threading.Event()
     server = DownloadServer(folder)
-    th = threading.Thread(target=server.serve, args=(_MasterLink(master), stop), daemon=True)
+    th = threading.Thread(target=server.serve, args=(PtyMasterLink(master), stop), daemon=True)
     th.start()
     try:
         with open_link(os.ttyname(slave), timeout_s=0.05) as link:

@@ -1,0 +1,24 @@
+"""Shared by the capture tests: run the simulated unit and score its estimate against the truth.
+
+    rms_deg, unit, loop = run_and_score(default_config(), clip_path, seconds=4.0)
+"""
+
+import numpy as np
+
+from device.capture.loop import CaptureLoop
+from device.capture.unit import build_unit
+
+
+def run_and_score(cfg, clip=None, seconds=4.0):
+    """Joint-angle RMS (deg) of the rotation rows, from 1.6 s on (after calibration and the
+    blend-in), angle differences wrapped to [-180, 180)."""
+    unit = build_unit(cfg, clip_path=clip)
+    loop = CaptureLoop(unit, truth=True)
+    est = []
+    loop.outputs.append(lambda k, t, v, c: est.append([np.nan if x is None else x for x in v]))
+    loop.run(duration_s=seconds)
+    est, truth = np.array(est), loop.truth_values()
+    rot = np.array([d.kind == "rotation" for d in unit.skeleton.dofs])
+    start = int(unit.rate_hz * 1.6)
+    d = (est[start:, rot] - truth[start:, rot] + 180.0) % 360.0 - 180.0
+    return float(np.sqrt(np.mean(d ** 2))), unit, loop
