@@ -1,14 +1,16 @@
 """Gesture recognition on the real BVH clips: precision, recall and decision latency.
 
-    .venv/bin/python benchmarks/gestures.py [--data ../shared/data/bvh] [--hold-frames 2]
+    .venv/bin/python benchmarks/gestures.py [--data ../shared/data/bvh] [--hold-frames 1]
 
 Protocol (host/gestures/evaluate.py): leave-one-out over the kicks of one clip, and
 template-from-another-clip for the walk start and the hop; thresholds learned on the first
 halves of all clips, false positives counted on the second halves; all clips resampled to
 30 fps. Then the stricter leave-one-take-out protocol (evaluate_takes). Labels follow
 written definitions (evaluate.py), and the measures those definitions
-use are printed first. Also prints the same without amplitude-scaled templates, with rows
-chosen by motion energy for every gesture, and the per-frame cost of the recogniser.
+use are printed first, then how far the body features of one take in two skeleton conventions
+(CMU 05_20, -mb and -daz) differ. Also prints the decision rule's trade (hold_frames 0, 1, 2:
+precision, recall, latency), the same without amplitude-scaled templates, with rows chosen by
+motion energy for every gesture, and the per-frame cost of the recogniser.
 """
 
 import argparse
@@ -47,11 +49,76 @@ def summary_table(summary):
             g, s["folds"], s["tp"], s["fn"], s["fp"], s["precision"], s["recall"], lm, la, am))
 
 
+def by_take(rows):
+    """(found, tested) counting each physical test once: folds that differ only in which file
+    of one take (05_20 -mb / -daz) they train or test on are one test (found if all found)."""
+    from host.gestures.evaluate import TAKES
+    tests = {}
+    for r in rows:
+        if r["test"] is None:
+            continue
+        key = (r["gesture"], tuple(sorted({TAKES.get(t[0], t[0]) for t in r["train"]})),
+               TAKES.get(r["test"][0], r["test"][0]), r["test"][1], r["test"][2])
+        tests[key] = tests.get(key, True) and bool(r["tp"])
+    return sum(tests.values()), len(tests)
+
+
+def goal_line(summary, rows):
+    """The issue's goal against a summary: precision and recall >= 0.9, decisions <= 100 ms."""
+    a = summary["all"]
+    ok_pr = a["precision"] >= 0.9 and a["recall"] >= 0.9
+    lat = a["latency_max_ms"]
+    ok_lat = lat is not None and lat <= 100.0 + 1e-6
+    print("\ngoal (precision and recall >= 0.9; every decision <= 100 ms after the labelled end): "
+          "precision %.2f, recall %.2f: %s; latency max %s ms: %s" % (
+              a["precision"], a["recall"], "met" if ok_pr else "NOT met",
+              "-" if lat is None else "%.0f" % lat, "met" if ok_lat else "NOT met"))
+    for g, s in summary.items():
+        if g != "all" and s["recall"] < 0.9:
+            print("  %s: recall %.2f (%d of %d)" % (g, s["recall"], s["tp"], s["tp"] + s["fn"]))
+    found, tested = by_take(rows)
+    print("  counting the one take in two skeletons once (05_20 -mb / -daz): %d of %d found, "
+          "recall %.2f" % (found, tested, found / tested if tested else 1.0))
+
+
+def skeleton_table(clips):
+    """How far the features of one take in two skeleton conventions differ (05_20 -mb, -daz)."""
+    import numpy as np
+    from device.gestures.features import NAMES, SCALES
+    a, b = clips.get("05_20-mb.bvh"), clips.get("05_20-daz.bvh")
+    if a is None or b is None:
+        return
+    d = np.abs(a - b) / SCALES
+    print("\n## one take, two skeletons: |05_20-mb - 05_20-daz| per feature, in typical sizes\n")
+    print("| feature | typical size | max | 99th percentile | median |")
+    print("|---|---|---|---|---|")
+    for i, n in enumerate(NAMES):
+        print("| %s | %g | %.2f | %.2f | %.2f |" % (n, SCALES[i], d[:, i].max(),
+                                                 np.percentile(d[:, i], 99), np.median(d[:, i])))
+
+
+def decision_table(clips, known, cache):
+    """Precision, recall and latency of the decision rule at hold_frames 0, 1, 2; known:
+    {(hold_frames, protocol): summary} already computed; cache: the learned gestures."""
+    from host.gestures.evaluate import evaluate_takes
+    print("\n## decision rule: report at most hold_frames after the match's end\n")
+    print("| hold_frames | protocol | TP | FN | FP | precision | recall | latency max ms | "
+          "report after match end, max ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for h in (0, 1, 2):
+        for name, fn in (("as configured", evaluate), ("leave-one-take-out", evaluate_takes)):
+            s = (known.get((h, name)) or fn(clips, h, cache=cache)[1])["all"]
+            print("| %d | %s | %d | %d | %d | %.2f | %.2f | %s | %s |" % (
+                h, name, s["tp"], s["fn"], s["fp"], s["precision"], s["recall"],
+                "%.0f" % s["latency_max_ms"] if s["latency_max_ms"] is not None else "-",
+                "%.0f" % s["after_match_max_ms"] if s["after_match_max_ms"] is not None else "-"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "bvh"))
-    ap.add_argument("--hold-frames", type=int, default=2)
+    ap.add_argument("--hold-frames", type=int, default=1)
     a = ap.parse_args()
     if not os.path.isdir(a.data):
         print("no data at %s" % a.data)
@@ -62,24 +129,33 @@ def main():
     frames = sum(len(f) for f in clips.values())
     print("# gestures: %d clips, %d frames at %g fps (%.2f s to load and compute features)"
           % (len(clips), frames, FPS, t1 - t0))
-    from host.gestures.evaluate import LABELS, definition_evidence
+    from host.gestures.evaluate import LABELS, definition_evidence, stride_landing
     ev = definition_evidence(a.data, FPS)
     print("\n## label definitions, measured\n")
     print("| clip | flights > 0.2 leg (frames, lower ankle height in legs) | pelvis speed before "
-          "each labelled walk start, max over 0.3 s (leg/s) |")
-    print("|---|---|---|")
+          "each labelled walk start, max over 0.3 s (leg/s) | first stride's landing (label end) |")
+    print("|---|---|---|---|")
     for c, d in ev.items():
         fl = ", ".join("%d-%d: %.2f" % f for f in d["flights"] if f[2] > 0.2) or "-"
         ws = ", ".join("@%d: %.2f" % (x, d["speed"][max(0, x - 9):x].max())
                        for cc, x, _ in LABELS["walk_start"] if cc == c) or "-"
+        land = ", ".join("%s foot @%d (label %d)" % (stride_landing(d, x)[1], stride_landing(d, x)[0], y)
+                         for cc, x, y in LABELS["walk_start"] if cc == c) or "-"
         if c == "131_03.bvh":
             ws += " (walk-off @224, not labelled: %.2f)" % d["speed"][215:224].max()
-        print("| %s | %s | %s |" % (c, fl, ws))
-    rows, summary = evaluate(clips, a.hold_frames)
+        print("| %s | %s | %s | %s |" % (c, fl, ws, land))
+    skeleton_table(clips)
+    cache = {}                          # learned gestures, reused for other hold_frames
+    rows, summary = evaluate(clips, a.hold_frames, cache=cache)
+    known = {(a.hold_frames, "as configured"): summary}
     table(rows, summary, "as configured (kick: rows by energy; walk_start, hop: rows given; "
                          "amplitude-scaled templates x1/2..x2)")
+    goal_line(summary, rows)
+    print("The hop folds tested on 05_20 (-mb and -daz, one take) ask for a jete, a leap with "
+          "the ankles 0.68 leg high, from one example of 131_03's hop (0.39 leg): both "
+          "skeletons give the same answer, as the features now agree between them.")
     from host.gestures.evaluate import evaluate_takes
-    rows, summary = evaluate_takes(clips, a.hold_frames)
+    rows, summary = evaluate_takes(clips, a.hold_frames, cache=cache)
     print("\n## leave-one-take-out (learned without the take, negatives the other takes whole; "
           "every clip scored whole)\n")
     print("| gesture | held-out take | trained on | tested on | threshold | found | false positives |")
@@ -90,6 +166,21 @@ def main():
             "%s@%d-%d" % r["test"] if r["test"] else "(no instance)", r["threshold"],
             ("yes" if r["tp"] else "NO") if r["test"] else "-", ", ".join(r["fp_where"]) or "0"))
     summary_table(summary)
+    known[(a.hold_frames, "leave-one-take-out")] = summary
+    goal_line(summary, rows)
+    print("\nLeave-one-take-out holds every take out in turn. kick occurs in one take only "
+          "(dataset-1_kick), so its folds are leave-one-out inside that take; walk_start occurs in "
+          "two takes (131_01, 131_03), hop in two (131_03: a hop; 05_20: a jete, a leap, the only "
+          "jump of that take), so each hop fold learns from the other motion: a jete from one hop "
+          "example (or the reverse), and 0.9 cannot be reached for hop without a second take of "
+          "either motion. Searched with the definitions' measures, the clips hold no further "
+          "instance: no other flight above 0.3 leg; dataset-1_dance's high leg raises (1230-1259, "
+          "1364-1410) are left-leg, not the right kick the examples show (no mirroring), and "
+          "score as negatives; its standing-then-stride moments (e.g. @280, @437) cannot be told from "
+          "dance steps by the walk-start measures (the kick clip's kicks meet them too), so they "
+          "are not labelled and count as negatives; dataset-1_walk and the runs start moving; "
+          "131_03's walk-off does not start from standing.")
+    decision_table(clips, known, cache)
     rows, summary = evaluate(clips, a.hold_frames, amplitudes=(1.0,))
     table(rows, summary, "without amplitude-scaled templates (the examples only)")
     rows, summary = evaluate(clips, a.hold_frames, auto_rows=True)

@@ -27,6 +27,9 @@ def test_spring_finds_a_time_warped_template_and_rejects_noise():
     assert len(hits) == 1
     dist, start, end, now = hits[0]
     assert 38 <= start <= 43 and 68 <= end <= 71 and now - end <= 2
+    sp = Spring(tpl, 0.5, threshold=0.3)      # default: reported when it stops improving
+    (h1,) = [h for h in (sp.step(x) for x in stream) if h is not None]
+    assert h1[1:3] == (start, end) and h1[3] - h1[2] <= 1
     assert dist < 0.15
     sp.reset()
     assert all(sp.step(x) is None for x in rng.normal(0, 0.3, (200, 2)))
@@ -108,6 +111,7 @@ def test_kick_leave_one_out_on_the_real_clip_live_path():
     for m, (x, y) in zip(ms, spans):
         assert m.frame_start <= y and x <= m.frame_end
         assert m.frame_decided - y <= 3             # within 100 ms of the kick's end at 30 fps
+        assert m.frame_decided - m.frame_end <= 1   # as soon as the match stops improving
     held_out = ms[0]
     assert 0.5 <= held_out.confidence < 1.0 and held_out.distance > 0
     for name in ("dataset-1_run_normal_001.bvh", "dataset-2_run_normal_001.bvh", "131_01.bvh", "05_20-mb.bvh"):
@@ -118,19 +122,46 @@ def test_kick_leave_one_out_on_the_real_clip_live_path():
 
 @need_data
 def test_benchmark_protocol_numbers():
-    from host.gestures.evaluate import evaluate, load_clips
-    rows, s = evaluate(load_clips(DATA))
+    """The benchmark's main table (templates never include the tested instance). The two
+    hop folds tested on the 05_20 jete (one take in two skeletons) must agree: both miss, a
+    jete is not found from one hop example (see benchmarks/gestures.py)."""
+    from host.gestures.evaluate import LABELS, evaluate, load_clips
+    clips = load_clips(DATA)
+    rows, s = evaluate(clips)
     assert (s["kick"]["tp"], s["kick"]["fn"], s["kick"]["fp"]) == (3, 0, 0)
     assert (s["walk_start"]["tp"], s["walk_start"]["fn"], s["walk_start"]["fp"]) == (2, 0, 0)
-    assert (s["hop"]["tp"], s["hop"]["fn"], s["hop"]["fp"]) == (3, 1, 0)
+    assert (s["hop"]["tp"], s["hop"]["fn"], s["hop"]["fp"]) == (2, 2, 0)
     assert s["all"]["precision"] == 1.0
-    assert s["all"]["recall"] == pytest.approx(8 / 9)
-    # reported at most hold_frames (2) after the matched stretch's end; against the labelled
-    # end one walk start is 4 frames late (the matched stretch ends 2 frames after the label)
-    assert s["all"]["after_match_max_ms"] <= 2 / 30 * 1000 + 1e-6
-    assert s["all"]["latency_max_ms"] <= 4 / 30 * 1000 + 1e-6
-    _, s1 = evaluate(load_clips(DATA), amplitudes=(1.0,))   # without amplitude-scaled templates
+    assert s["all"]["recall"] == pytest.approx(7 / 9)
+    for r in rows:
+        assert r["test"] not in r["train"] and r["test"] in LABELS[r["gesture"]]
+        assert not any(t[0][:5] == r["test"][0][:5] == "05_20" for t in r["train"])
+    jete = [r["tp"] for r in rows if r["test"][0].startswith("05_20")]
+    assert jete == [jete[0]] * 2
+    # latency in frames at 30 fps: every decision at most 3 frames (100 ms) after the labelled
+    # end, and at most 1 frame after the matched stretch's end
+    for r in rows:
+        if r["tp"]:
+            assert round(r["latency_ms"] * 30 / 1000) <= 3, r
+            assert round(r["after_match_ms"] * 30 / 1000) <= 1, r
+    _, s1 = evaluate(clips, amplitudes=(1.0,))   # without amplitude-scaled templates
     assert (s1["hop"]["tp"], s1["all"]["fp"]) == (2, 0)
+
+
+@need_data
+def test_labels_follow_their_measured_definitions():
+    """walk_start ends where the first stride lands; every hop label holds a flight of the
+    lower ankle above 0.3 leg and no other stretch of the clips does; standing still before
+    each walk start."""
+    from host.gestures.evaluate import LABELS, definition_evidence, stride_landing
+    ev = definition_evidence(DATA)
+    for c, a, b in LABELS["walk_start"]:
+        assert stride_landing(ev[c], a)[0] == b, c
+        assert ev[c]["speed"][max(0, a - 9):a].max() < 0.3, c
+    flights = [(c, f) for c, d in ev.items() for f in d["flights"] if f[2] > 0.3]
+    assert len(flights) == len(LABELS["hop"])
+    for c, (i, j, _) in flights:
+        assert any(cc == c and a <= i and j <= b for cc, a, b in LABELS["hop"]), (c, i, j)
 
 
 @need_data
@@ -139,6 +170,7 @@ def test_leave_one_take_out_numbers():
     from host.gestures.evaluate import evaluate_takes, load_clips
     rows, s = evaluate_takes(load_clips(DATA))
     assert [(s[g]["tp"], s[g]["fn"]) for g in ("kick", "walk_start", "hop")] == [(3, 0), (2, 0), (1, 2)]
+    assert s["all"]["latency_max_ms"] <= 100.0 + 1e-6
     assert s["all"]["fp"] == 0
     assert {r["take"] for r in rows} >= {"05_20", "131_01.bvh", "dataset-1_dance-short_normal_001.bvh"}
     # the two files of the 05_20 take never train a fold that tests the other
@@ -278,3 +310,37 @@ def test_capture_gaps_break_matches_and_keep_frame_numbers():
     rec.reset()
     ms = [m for k in range(len(stream)) for m in rec(k + 100, (k + 100) / 30.0, list(stream[k]), None)]
     assert len(ms) == 1 and 129 <= ms[0].frame_start and ms[0].frame_end <= 145
+
+
+@need_data
+def test_motion_that_matches_nothing_is_rejected_live():
+    """A library of the three real gestures, run on the built-in body through the live path
+    (FK + features per frame): standing with sensor-like jitter, and smooth random motion of
+    every joint inside its limits, both seeded; nothing may match."""
+    from device.body.human import human_model
+    from host.bvh import read_bvh
+    from host.gestures.evaluate import LABELS, ROWS
+    from host.gestures.learn import learn_gesture, motion_features
+    feats = {}
+    lib = []
+    for name, inst in LABELS.items():
+        ex = []
+        for c, a, b in inst[:2]:
+            if c not in feats:
+                feats[c] = motion_features(read_bvh(os.path.join(DATA, c)))
+            ex.append(feats[c][a:b + 1])
+        lib.append(learn_gesture(name, ex, rows=ROWS[name]))
+    sk = human_model()
+    rng = np.random.default_rng(2024)
+    n = 300
+    lo, hi = np.array([d.lo for d in sk.dofs]), np.array([d.hi for d in sk.dofs])
+    still = sk.home[None] + rng.normal(0, 1.0, (n, len(sk.dofs))) * (hi - lo) / 200
+    t = np.arange(n)[:, None] / 30.0
+    freq = rng.uniform(0.1, 0.6, len(sk.dofs))
+    phase = rng.uniform(0, 2 * np.pi, len(sk.dofs))
+    mid, amp = sk.home, 0.15 * (hi - lo)
+    wander = np.clip(mid + amp * np.sin(2 * np.pi * freq * t + phase), lo, hi)
+    for q in (still, wander):
+        rec = Recognizer(lib, skeleton=sk, fps=30.0)
+        out = [m for i in range(n) for m in rec(i, i / 30.0, q[i], None)]
+        assert out == []

@@ -13,10 +13,17 @@ another. Body features are computed from forward kinematics instead: joint posit
 landmarks (hips, knees, ankles, toes, shoulders, elbows, wrists, neck) found by name for the
 skeleton conventions we know (the built-in human model, Bandai-Namco, CMU/Hahne "max" and
 "MotionBuilder", Daz), then angles in the body's own frame (heading-free) and heights in leg
-lengths (size-free):
+lengths (size-free). Only joint centres are used (hips, knees, ankles, shoulders, elbows), never
+a root or neck link, whose place differs between conventions: the trunk frame's up axis runs
+from the mid-hip point to the mid-shoulder point, lateral along the hip joints; the pelvis point
+of the velocities is the mid-hip point. So one take in two conventions gives nearly the same
+curves (CMU 05_20 -mb and -daz: tests/test_gesture_features.py, benchmarks/gestures.py):
 
 * `*_hip_flex_deg`, `*_hip_abd_deg`, `*_shoulder_flex_deg`, `*_shoulder_abd_deg`: the thigh /
-  upper arm direction in the trunk frame (forward, lateral, up), 0 = hanging down;
+  upper arm direction in the trunk frame as a swing from hanging down (0, 0): the angle from
+  "down" split into its forward and sideways (abduction) parts, so a limb swung straight
+  forward by 90 deg is (90, 0) and one raised sideways (a T-pose arm) is (0, 90). Continuous
+  everywhere except pointing straight up (where the split is undefined);
 * `*_knee_deg`, `*_elbow_deg`: interior bend, 0 = straight; `*_ankle_deg`: foot against shank;
 * `trunk_lean_fwd_deg`, `trunk_lean_side_deg`: the trunk against the world vertical (gravity);
 * `*_foot_h_leg`: ankle height above the hip joints over leg length (-1 standing);
@@ -25,6 +32,10 @@ lengths (size-free):
 * `pelvis_vh_leg_s`: the pelvis's horizontal speed (magnitude, so heading-free) in leg lengths
   per second, a backward difference (0 on the first frame and on a fixed base): standing
   still and walking differ most in this one.
+
+What stays different between conventions is their own rest geometry where a conversion keeps
+it: the Daz rest pose bends the knees 8 deg and the elbows 17 deg, and the -daz file of 05_20
+shows those bends on top of the -mb file's (about 0.3 and 0.6 typical sizes).
 
 `SCALES` gives each feature's typical size; matching divides by it so degrees and leg lengths
 weigh alike. A skeleton we do not recognise raises FeatureError (a FormatError).
@@ -81,6 +92,7 @@ for _s in ("l", "r"):
               "%s_foot_h_leg" % _s]
 NAMES += ["trunk_lean_fwd_deg", "trunk_lean_side_deg", "pelvis_vz_leg_s", "pelvis_vh_leg_s"]
 VELOCITY = 2          # the last VELOCITY features are pelvis velocities (vz, vh)
+RATES = tuple(NAMES[-VELOCITY:])      # features that are rates (0 at rest)
 
 # typical size of each feature: distances divide by it
 SCALES = np.array([0.25 if n.endswith("_leg") else 0.5 if n.endswith("_leg_s") else 30.0 for n in NAMES])
@@ -160,15 +172,37 @@ class BodyFeatures:
             f[miss[:, ~rot].any(axis=1), -VELOCITY:] = np.nan
         return f
 
+    @staticmethod
+    def _swing_deg(v, fwd, lat, up, sgn):
+        """A limb direction v (F, 3) in the trunk frame as a swing from hanging down: the
+        rotation angle from "down" to v (0..180) split along its forward and (sgn) lateral
+        parts. Continuous for every direction except straight up; equal to the projected
+        angle for a purely forward or purely sideways limb."""
+        u = _unit(v)
+        f = np.sum(u * fwd, axis=-1)
+        s = sgn * np.sum(u * lat, axis=-1)
+        theta = np.degrees(np.arccos(np.clip(-np.sum(u * up, axis=-1), -1.0, 1.0)))
+        rho = np.sqrt(f * f + s * s)
+        k = np.where(rho > 1e-9, theta / np.maximum(rho, 1e-9), 0.0)
+        return k * f, k * s
+
+    @staticmethod
+    def _trunk(p):
+        """Trunk frame (up, lat, fwd) (F, 3) each, and the mid-hip point: up runs from the
+        middle of the hip joints to the middle of the shoulder joints (the joint centres of
+        every convention; a root or neck link sits at a convention's own place)."""
+        mid_hip = 0.5 * (p["l_hip"] + p["r_hip"])
+        up = _unit(0.5 * (p["l_shoulder"] + p["r_shoulder"]) - mid_hip)
+        lat = p["l_hip"] - p["r_hip"]
+        lat = _unit(lat - np.sum(lat * up, axis=-1, keepdims=True) * up)   # towards the left
+        fwd = np.cross(lat, up)                                              # left x up = forward
+        return up, lat, fwd, mid_hip
+
     def from_positions(self, p):
         """Features (F, nfeatures) of landmark positions, without pelvis velocities (set to 0)."""
         up_w = self.world_up
         leg = self.leg_m(p)
-        mid_hip = 0.5 * (p["l_hip"] + p["r_hip"])
-        up = _unit(p["neck"] - mid_hip)
-        lat = p["l_hip"] - p["r_hip"]
-        lat = _unit(lat - np.sum(lat * up, axis=-1, keepdims=True) * up)   # towards the left
-        fwd = np.cross(lat, up)                                              # left x up = forward
+        up, lat, fwd, mid_hip = self._trunk(p)
         out = []
         for s, sgn in (("l", 1.0), ("r", -1.0)):
             thigh = p[s + "_knee"] - p[s + "_hip"]
@@ -176,15 +210,8 @@ class BodyFeatures:
             foot = p[s + "_toe"] - p[s + "_ankle"]
             uarm = p[s + "_elbow"] - p[s + "_shoulder"]
             farm = p[s + "_wrist"] - p[s + "_elbow"]
-
-            def dirs(v):
-                down = -np.sum(v * up, axis=-1)
-                flex = np.degrees(np.arctan2(np.sum(v * fwd, axis=-1), down))
-                abd = np.degrees(np.arctan2(sgn * np.sum(v * lat, axis=-1), down))
-                return flex, abd
-
-            hf, ha = dirs(thigh)
-            sf, sa = dirs(uarm)
+            hf, ha = self._swing_deg(thigh, fwd, lat, up, sgn)
+            sf, sa = self._swing_deg(uarm, fwd, lat, up, sgn)
             foot_h = np.sum((p[s + "_ankle"] - mid_hip) * up_w, axis=-1) / leg
             out += [hf, ha, _angle_deg(thigh, shank), _angle_deg(shank, foot) - 90.0, sf, sa,
                     _angle_deg(uarm, farm), foot_h]
@@ -205,10 +232,11 @@ class BodyFeatures:
         return self._missing(q, f)
 
     def _pelvis(self, p):
-        """Pelvis height (F,) and horizontal position (F, 3), in leg lengths."""
+        """Pelvis (mid-hip point) height (F,) and horizontal position (F, 3), in leg lengths."""
         leg = self.leg_m(p)
-        z = np.sum(p["pelvis"] * self.world_up, axis=-1)
-        h = p["pelvis"] - z[:, None] * self.world_up[None, :]
+        mid_hip = 0.5 * (p["l_hip"] + p["r_hip"])
+        z = np.sum(mid_hip * self.world_up, axis=-1)
+        h = mid_hip - z[:, None] * self.world_up[None, :]
         return z / leg, h / leg[:, None]
 
     def step(self, q, dt_s):

@@ -12,7 +12,7 @@ The file:
        "space": "body",                 # "body": device.gestures.features names; "rows": staff rows
        "rows": ["r_hip_flex_deg", "r_knee_deg", "r_foot_h_leg"],
        "scales": [30.0, 30.0, 0.25],    # typical size per row; distances are in these units
-       "fps": 30.0, "threshold": 0.61, "hold_frames": 2,
+       "fps": 30.0, "threshold": 0.61, "hold_frames": 1,
        "templates": [{"source": "kick.bvh@1.70:2.50", "values": [[...per row...], ...per frame],
                       "threshold": 0.58, "amplitude": 1.0}],
        "learned": {"positive": [...distances], "negative_min": 1.4}}]}
@@ -38,7 +38,7 @@ class Gesture:
     """A named gesture: templates (frames x rows arrays), its rows, threshold and command."""
 
     def __init__(self, name, rows, scales, templates, threshold, command="", space="body",
-                 fps=30.0, hold_frames=2, sources=None, learned=None, thresholds=None,
+                 fps=30.0, hold_frames=1, sources=None, learned=None, thresholds=None,
                  amplitudes=None):
         self.name = str(name)
         self.rows = list(rows)
@@ -108,7 +108,7 @@ class Gesture:
                 raise FormatError("%s: 'templates' must be a list" % where)
             return cls(d["name"], d["rows"], d["scales"], [t["values"] for t in tpls],
                        d["threshold"], d.get("command", ""), d.get("space", "body"),
-                       d.get("fps", 30.0), d.get("hold_frames", 2),
+                       d.get("fps", 30.0), d.get("hold_frames", 1),
                        [t.get("source", "") for t in tpls], d.get("learned"),
                        [t.get("threshold") for t in tpls], [t.get("amplitude") for t in tpls])
         except KeyError as e:

@@ -13,8 +13,9 @@
 Each gesture's templates run as SPRING matchers (device/gestures/spring.py) over the gesture's
 rows: body features (device/gestures/features.py, any known skeleton) or the staff's own rows
 by name. A match is reported when its time-warped distance is under the gesture's threshold,
-at most `hold_frames` frames after the match's end. Confidence = 1 - distance / (2 threshold):
-1 for a perfect match, 0.5 at the threshold; motion that matches nothing reports nothing.
+at most `hold_frames` frames after the match's end (default 1: as soon as it stops
+improving). Confidence = 1 - distance / (2 threshold): 1 for a perfect match, 0.5 at the
+threshold; motion that matches nothing reports nothing.
 When two gestures claim overlapping stretches in the same frame the more confident one wins.
 """
 

@@ -1,7 +1,7 @@
 """Streaming subsequence dynamic time warping (SPRING) of one template against a live stream.
 
     from device.gestures.spring import Spring
-    sp = Spring(template, scales, threshold=0.5, hold_frames=2)   # template (m, rows)
+    sp = Spring(template, scales, threshold=0.5, hold_frames=1)   # template (m, rows)
     for t, x in enumerate(stream):                                 # x (rows,) per frame
         hit = sp.step(x)                  # None, or (distance, frame_start, frame_end, frame_now)
     best = Spring.best_per_end(template, scales, stream)           # offline: (F,) distances, starts
@@ -17,8 +17,12 @@ frame. Differences from the paper:
 * The distance is normalised: accumulated cost / m, where the frame cost c is the root mean
   square over rows of (x - y) / scale. So a distance of 1 means "off by one typical size".
 * The decision is bounded in time: SPRING reports a candidate when no overlapping cell can beat
-  it any more; we also report it `hold_frames` frames after its end at the latest (at 30 fps,
-  hold_frames=2 is 67 ms), so a decision never waits for a long gesture-free stretch.
+  it any more; we also report it `hold_frames` frames after its end at the latest, so a decision
+  never waits for a long gesture-free stretch. The default hold_frames=1 reports a match on the
+  first frame whose end distance is not better than the candidate's: at the first local minimum
+  of the distance under the threshold, one frame (33 ms at 30 fps) after the match's end.
+  hold_frames=0 reports the first frame under the threshold (earliest, but the reported end and
+  confidence are those of the threshold crossing, not of the best alignment).
 * A match shorter than min_ratio * m or longer than max_ratio * m frames is not accepted.
 """
 
@@ -41,7 +45,7 @@ def frame_costs(template, scales, x):
 class Spring:
     """One template's streaming matcher (see the module docstring)."""
 
-    def __init__(self, template, scales, threshold, hold_frames=2, min_ratio=0.5, max_ratio=2.0):
+    def __init__(self, template, scales, threshold, hold_frames=1, min_ratio=0.5, max_ratio=2.0):
         self.template = np.asarray(template, float)
         if self.template.ndim != 2 or self.template.shape[0] < 2:
             raise ValueError("a gesture template needs at least 2 frames, not shape %r"

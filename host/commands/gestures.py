@@ -39,8 +39,9 @@ def add_arguments(p):
                     help="amplitude factors: each example also becomes copies scaled about its start "
                          "pose by these, each with its own threshold (default 0.5,0.7071,1,1.4142,2; "
                          "1 = the examples only)")
-    lp.add_argument("--hold-frames", type=int, default=2,
-                    help="report at most this many frames after the gesture's end (default 2)")
+    lp.add_argument("--hold-frames", type=int, default=1,
+                    help="report at most this many frames after the gesture's end (default 1: "
+                         "as soon as the match stops improving)")
     lp.add_argument("--library", default="gestures.json")
     ls = sub.add_parser("list", help="list the gestures of a library")
     ls.add_argument("--library", default="gestures.json")

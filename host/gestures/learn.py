@@ -21,17 +21,19 @@ Threshold (on the normalised DTW distance, see device/gestures/spring.py):
 
 Amplitude tolerance: DTW tolerates a performance up to twice as fast or slow, but not one
 twice as big (a hop and a high leap). So every example also becomes templates scaled about its
-first frame (its start pose) by AMPLITUDES = 1/2, 1/sqrt 2, 1, sqrt 2, 2 (the same factor-of-two
-tolerance as in time, fixed a priori), and every template gets its own threshold by the rule
-above (its P are its distances to the other examples, its N its own nearest negative stretch,
-its own still-distance cap). A scaled copy that comes close to ordinary motion thus gets a
-tight threshold of its own instead of lowering everyone's. amplitudes=(1.0,) turns it off.
+first frame (its start pose; velocity rows about 0, their value at rest) by AMPLITUDES = 1/2,
+1/sqrt 2, 1, sqrt 2, 2 (the same factor-of-two tolerance as in time, fixed a priori), and
+every template gets its own threshold by the rule above (its P are its distances to the other
+examples, its N its own nearest negative stretch, its own still-distance cap). A scaled copy
+that comes close to ordinary motion thus gets a tight threshold of its own instead of
+lowering everyone's. amplitudes=(1.0,) turns it off.
 """
 
 import numpy as np
 
 from device.gestures.features import NAMES as FEATURE_NAMES
 from device.gestures.features import SCALES as FEATURE_SCALES
+from device.gestures.features import RATES as FEATURE_RATES
 from device.gestures.features import BodyFeatures, FeatureError
 from device.gestures.library import Gesture
 from device.gestures.recognizer import resample
@@ -143,7 +145,7 @@ def still_distance(template, scales):
 
 
 def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=None, command="",
-                  space="body", fps=30.0, hold_frames=2, energy_fraction=0.35, sources=None,
+                  space="body", fps=30.0, hold_frames=1, energy_fraction=0.35, sources=None,
                   amplitudes=AMPLITUDES):
     """A Gesture from examples (list of frames x all-rows arrays, at fps) and negatives."""
     names = list(FEATURE_NAMES if names is None else names)
@@ -162,6 +164,7 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
     else:
         sel = select_rows(examples, scales, energy_fraction)
     sc = scales[sel]
+    rates = np.array([n in FEATURE_RATES for n in names])
     base = [x[:, sel] for x in examples]
     amps = sorted(set(float(a) for a in amplitudes)) or [1.0]
     negs = [(np.asarray(s, float)[:, sel], m) for s, m in negatives]
@@ -169,7 +172,7 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
     tpls, thrs, amp_of, src, pos1, neg1, still1 = [], [], [], [], [], [], []
     for j, x in enumerate(base):
         for a in amps:
-            t = scaled(x, a)
+            t = scaled(x, a, rates[sel] if space == "body" else None)
             pos = [dtw_distance(t, base[i], sc) for i in range(len(base)) if i != j]
             nmin = min((negative_min(t, sc, s, m) for s, m in negs), default=np.inf)
             still = still_distance(t, sc)
@@ -197,10 +200,17 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
                    space, fps, hold_frames, src, learned, thrs, amp_of)
 
 
-def scaled(template, amplitude):
-    """The template scaled about its first frame (its start pose) by amplitude."""
+def scaled(template, amplitude, rates=None):
+    """The template scaled about its first frame (its start pose) by amplitude; rows flagged in
+    rates (velocities: a bigger motion is proportionally faster, and at rest they are 0) are
+    scaled about 0 instead."""
     t = np.asarray(template, float)
-    return t.copy() if amplitude == 1.0 else t[0] + amplitude * (t - t[0])
+    if amplitude == 1.0:
+        return t.copy()
+    origin = t[0].copy()
+    if rates is not None:
+        origin[np.asarray(rates, bool)] = 0.0
+    return origin + amplitude * (t - origin)
 
 
 def threshold_rule(pos, nmin, still):
