@@ -75,6 +75,26 @@ def test_maestro_emulator_details():
     assert emu2.feed(ma.get_errors()) == b"\x00\x00"
 
 
+def test_maestro_daisy_chain_splits_channels_across_boards():
+    a, b = make_emulator("maestro", device=12), make_emulator("maestro", device=13)
+    m = ma.Maestro(None, boards=[12, 13])
+    cmds = [(c, 4000 + 10 * c) for c in range(48)]
+    wire = m.encode_positions(cmds)                 # one line: both boards hear every byte
+    a.feed(wire)
+    b.feed(wire)
+    assert a.positions == {c: 4000 + 10 * c for c in range(24)}
+    assert b.positions == {c - 24: 4000 + 10 * c for c in range(24, 48)}
+    # a run of consecutive channels never crosses a board: 23 and 24 are two packets
+    assert m.encode_positions([(23, 6000), (24, 6000)]) == (
+        ma.set_target(23, 6000, device=12) + ma.set_target(0, 6000, device=13))
+    with pytest.raises(ValueError, match="channel 48"):
+        m.encode_positions([(48, 6000)])
+    with pytest.raises(ValueError, match="channel 24"):
+        ma.Maestro(None).encode_positions([(24, 6000)])
+    with pytest.raises(ValueError, match="boards"):
+        ma.Maestro(None, boards=[200])
+
+
 def test_maestro_serial_timeout_goes_home():
     t = [0.0]
     emu = make_emulator("maestro", serial_timeout_s=0.5, home={0: 6000, 1: 0}, clock=lambda: t[0])

@@ -7,7 +7,14 @@
     m.get_position(0); m.get_errors()
 
 Targets are in quarter microseconds (qus), 14-bit; the controller clamps them to its own
-channel limits as well. Failsafe: the Maestro's serial timeout + home settings (set in
+channel limits as well. More servos than one board has: Maestros daisy-chained on one TTL
+line, each with its own device number, addressed by the Pololu protocol. `boards` lists the
+device numbers in channel order, so with channels=24 and boards=[12, 13] channel 30 is
+channel 6 of device 13 (the robot file's "controller_options": {"boards": [12, 13]}):
+
+    m = Maestro(port, boards=[12, 13])       # channels 0-23 on device 12, 24-47 on device 13
+    m.encode_positions([(23, 6000), (24, 6000)])   # two packets, one per board
+ Failsafe: the Maestro's serial timeout + home settings (set in
 Maestro Control Center); torque_off sends target 0 (no pulses) to every channel.
 """
 
@@ -99,26 +106,50 @@ class Maestro(Driver):
     UNITS = "qus"
     BAUD = 115200
 
-    def __init__(self, port, device=None, crc=False, multi=True, channels=24):
+    def __init__(self, port, device=None, crc=False, multi=True, channels=24, boards=None):
         Driver.__init__(self, port)
+        if boards is not None:
+            boards = [int(b) for b in boards]
+            if not boards or [b for b in boards if not 0 <= b <= 127]:
+                raise ValueError("maestro boards %r: need device numbers 0-127" % (boards,))
+            if device is None:
+                device = boards[0]
         self.device = device
+        self.boards = boards
         self.crc = crc
         self.multi = multi
         self.channels = channels
+
+    def _route(self, channel):
+        """(device number or None, channel on that board) of a global channel number."""
+        if self.boards is None:
+            if not 0 <= channel < self.channels:
+                raise ValueError("maestro channel %d: this board has channels 0-%d (daisy-chained "
+                                 "boards: controller_options boards)" % (channel, self.channels - 1))
+            return self.device, channel
+        k = channel // self.channels
+        if channel < 0 or k >= len(self.boards):
+            raise ValueError("maestro channel %d: %d boards of %d channels have 0-%d"
+                             % (channel, len(self.boards), self.channels,
+                                len(self.boards) * self.channels - 1))
+        return self.boards[k], channel - k * self.channels
 
     def encode_positions(self, cmds):
         cmds = sorted(cmds)
         out = b""
         i = 0
         while i < len(cmds):
+            dev, ch = self._route(cmds[i][0])
             j = i + 1
             if self.multi:
-                while j < len(cmds) and cmds[j][0] == cmds[j - 1][0] + 1:
+                # one Set Multiple Targets per run of consecutive channels on the same board
+                while (j < len(cmds) and cmds[j][0] == cmds[j - 1][0] + 1
+                       and cmds[j][0] // self.channels == cmds[i][0] // self.channels):
                     j += 1
             if j - i > 1:
-                out += set_multiple_targets(cmds[i][0], [c[1] for c in cmds[i:j]], self.device, self.crc)
+                out += set_multiple_targets(ch, [c[1] for c in cmds[i:j]], dev, self.crc)
             else:
-                out += set_target(cmds[i][0], cmds[i][1], self.device, self.crc)
+                out += set_target(ch, cmds[i][1], dev, self.crc)
             i = j
         return out
 
@@ -129,19 +160,21 @@ class Maestro(Driver):
 
     def start(self, servos):
         for ch, s in servos:
+            dev, ch = self._route(ch)
             spd = s.get("maestro_speed")
             if spd is not None:
-                self.write(set_speed(ch, spd, self.device, self.crc))
+                self.write(set_speed(ch, spd, dev, self.crc))
             acc = s.get("maestro_acceleration")
             if acc is not None:
-                self.write(set_acceleration(ch, acc, self.device, self.crc))
+                self.write(set_acceleration(ch, acc, dev, self.crc))
 
     def torque_off(self, ids):
         self.write(self.encode_positions([(i, 0) for i in ids]))
         return True
 
     def go_home(self):
-        self.write(go_home(self.device, self.crc))
+        for dev in self.boards or [self.device]:
+            self.write(go_home(dev, self.crc))
 
     def _ask(self, req, n):
         if hasattr(self.port, "reset_input_buffer"):
@@ -150,7 +183,8 @@ class Maestro(Driver):
         return self.read_exact(n)
 
     def get_position(self, channel):
-        r = self._ask(get_position(channel, self.device, self.crc), 2)
+        dev, channel = self._route(channel)
+        r = self._ask(get_position(channel, dev, self.crc), 2)
         return struct.unpack("<H", r)[0] if len(r) == 2 else None
 
     def get_errors(self):
