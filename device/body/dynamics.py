@@ -182,6 +182,8 @@ class RigidBodyModel:
         cc = np.einsum("ni,ni->n", com, com)[:, None, None] * np.eye(3) - np.einsum("ni,nj->nij", com, com)
         self.inertia_com = second - mass[:, None, None] * cc
         self.armature = np.broadcast_to(np.asarray(armature, float), (n,)).copy()
+        self.armature_diag = np.diag(self.armature)           # (n, n), read only
+        self.armature_diag.flags.writeable = False
         # parent index with the world as an extra last row (index n)
         self._par = np.where(parent < 0, n, parent)
         self._compile_kinematics()
@@ -220,21 +222,27 @@ class RigidBodyModel:
         if q.shape != (n,) or not np.isfinite(q.sum()):
             raise ValueError("kinematics: q must be %d finite values (rad / m), got shape %s"
                              % (n, q.shape))
-        # T: relative transforms as 3 x 4 blocks [G | t], row n is the world (identity, its own
-        # ancestor); composing two is one 3 x 3 by 3 x 4 product plus the translation
-        T = np.empty((n + 1, 3, 4))
-        T[n] = self._T_world
-        # Rodrigues per dof: Rloc = I + sin q K + (1 - cos q) K^2 (identity for translations)
+        # T: relative transforms as homogeneous 4 x 4 blocks [G t; 0 1], row n is the world
+        # (identity, its own ancestor); composing two is one 4 x 4 product
+        T = np.empty((n + 1, 4, 4))
+        T[n] = self._I4
+        # per dof, as one product of [1, sin q, 1 - cos q, q] with precomputed bases:
+        # Rodrigues Rloc = I + sin q K + (1 - cos q) K^2 (identity for translations) and
+        # t = t0 + a q (the translation along the local axis for a prismatic dof)
         qr = q * self._rotf
-        T[:n, :, :3] = np.eye(3) + np.sin(qr)[:, None, None] * self._K + (1.0 - np.cos(qr))[:, None, None] * self._K2
-        T[:n, :, 3] = self.t0_m + self.axis_local * (q * (1.0 - self._rotf))[:, None]
+        c = np.empty((n, 1, 4))
+        c[:, 0, 0] = 1.0
+        np.sin(qr, out=c[:, 0, 1])
+        np.cos(qr, out=c[:, 0, 2])
+        np.subtract(1.0, c[:, 0, 2], out=c[:, 0, 2])
+        np.multiply(q, self._transf, out=c[:, 0, 3])
+        np.matmul(c, self._basis, out=T[:n].reshape(n, 1, 16))
         # the pre-frame of dof j (its parent's world frame) is what its axis and origin need:
         # keep the parent pointer; compose the parent chain only
         for J in self._jumps:
-            # G_j <- G_{J_j} G_j ; t_j <- t_{J_j} + G_{J_j} t_j ; J_j <- J_{J_j} (precomputed)
-            TJ = T[J]
-            T = TJ[:, :, :3] @ T
-            T[:, :, 3] += TJ[:, :, 3]
+            # T_j <- T_{J_j} T_j ; J_j <- J_{J_j} (precomputed)
+            T = T[J] @ T
+        T = T[:, :3]
         if root_R is not None or root_p_m is not None:
             Rw = np.eye(3) if root_R is None else np.asarray(root_R, float)
             pw = np.zeros(3) if root_p_m is None else np.asarray(root_p_m, float)
@@ -286,7 +294,28 @@ class RigidBodyModel:
             self._jumps.append(J)
             J = J[J]
         self._rotf = self.is_rot.astype(float)
+        self._transf = 1.0 - self._rotf
         self._T_world = np.hstack([np.eye(3), np.zeros((3, 1))])
+        # kinematics(): a dof's homogeneous transform (flattened 4 x 4) is
+        # [1, sin q, 1 - cos q, q] @ [[I t0; 0 1], [K 0; 0 0], [K^2 0; 0 0], [0 a; 0 0]]
+        B = np.zeros((n, 4, 4, 4))
+        B[:, 0, :3, :3] = np.eye(3)
+        B[:, 0, :3, 3] = self.t0_m
+        B[:, 0, 3, 3] = 1.0
+        B[:, 1, :3, :3] = K
+        B[:, 2, :3, :3] = self._K2
+        B[:, 3, :3, 3] = self.axis_local
+        self._basis = B.reshape(n, 4, 16)
+        # motion(): rows / columns of [V; 0] giving [w_par, w_par, v_par] and of S giving [a, b, a]
+        self._sd_rows = self._par_w[:n, None]
+        self._sd_cols = np.array([0, 1, 2, 0, 1, 2, 3, 4, 5])[None, :]
+        self._sd_scols = np.array([0, 1, 2, 3, 4, 5, 0, 1, 2])
+        self._rn_cols = np.array([0, 1, 2, 3, 4, 5, 3, 4, 5])          # rnea(): [n, f, f]
+        self._gravity6 = np.concatenate([np.zeros(3), self.gravity])
+        com1 = np.ones((n, 4, 1))
+        com1[:, :3, 0] = self.com_m
+        self._com1 = com1
+        self._I4 = np.eye(4)
         # [a_local 0; t0 1] (n, 4, 2): the parent frame [R | p] times it gives [axis, origin]
         self._axis_t0 = np.zeros((n, 4, 2))
         self._axis_t0[:, :3, 0] = self.axis_local
@@ -304,13 +333,24 @@ class RigidBodyModel:
     def _inertias(self, kin):
         """Per dof frame, at the world origin: mass (n,), first moment m c (n, 3), J_O (n, 3, 3)."""
         if kin._inert is None:
-            # c = p + R com ; I_c(world) = R I_c R' ; J_O = I_c + m (|c|^2 I - c c')
-            c = kin.p_m + np.einsum("nij,nj->ni", kin.R, self.com_m)
-            Ic = kin.R @ self.inertia_com @ kin.R.transpose(0, 2, 1)
-            m = self.mass_kg
-            cc = np.einsum("ni,ni->n", c, c)[:, None, None] * np.eye(3) - np.einsum("ni,nj->nij", c, c)
-            kin._inert = (m, m[:, None] * c, Ic + m[:, None, None] * cc)
-        return kin._inert
+            n = self.n
+            # c = p + R com  (the homogeneous frame [R | p] times [com; 1])
+            if kin.T is not None:
+                c = (kin.T[:n] @ self._com1)[:, :, 0]
+            else:
+                c = kin.p_m + np.einsum("nij,nj->ni", kin.R, self.com_m)
+            # [m, h = m c, J_O] per frame as the rows of one (n, 13) array (composite() sums them)
+            I13 = np.empty((n, 13))
+            I13[:, 0] = self.mass_kg
+            h = I13[:, 1:4]
+            np.multiply(self.mass_kg[:, None], c, out=h)
+            # J_O = I_c(world) + m (|c|^2 I - c c') = R I_c R' - h c' + (h . c) I
+            J = kin.R @ self.inertia_com @ kin.R.transpose(0, 2, 1)
+            J -= h[:, :, None] * c[:, None, :]
+            I13[:, 4:] = J.reshape(n, 9)
+            I13[:, 4::4] += np.einsum("ni,ni->n", h, c)[:, None]          # the diagonal of J_O
+            kin._inert = (I13[:, 0], h, I13[:, 4:].reshape(n, 3, 3), I13)
+        return kin._inert[:3]
 
     @staticmethod
     def _apply_inertia(m, h, J, mot):
@@ -323,17 +363,17 @@ class RigidBodyModel:
         hx = _cross(h[:, None, :], mot.reshape(mot.shape[:-1] + (2, 3)))   # [h x alpha, h x a]
         out = np.empty(mot.shape)
         np.subtract(m[:, None] * a, hx[..., 0, :], out=out[..., 3:])
-        np.add(np.einsum("kij,...kj->...ki", J, al), hx[..., 1, :], out=out[..., :3])
+        np.add((J @ al[..., None])[..., 0], hx[..., 1, :], out=out[..., :3])
         return out
 
     # -- dynamics -------------------------------------------------------------------------------
     def composite(self, kin):
         """Composite (subtree) inertias per dof frame: mass (n,), first moment (n, 3), J_O (n, 3, 3)."""
         if kin._comp is None:
-            m, h, J = self._inertias(kin)
+            self._inertias(kin)
             # Ic_j = sum over the subtree of j (anc[j, k] = 1 for k below j): one product
             n = self.n
-            c = self.ancf @ np.concatenate([m[:, None], h, J.reshape(n, 9)], axis=1)
+            c = self.ancf @ kin._inert[3]
             kin._comp = (c[:, 0], c[:, 1:4], c[:, 4:].reshape(n, 3, 3))
         return kin._comp
 
@@ -344,7 +384,8 @@ class RigidBodyModel:
         # F_j = Ic_j S_j ; M_ij = S_i . F_j for i an ancestor of j (or j)
         F = self._apply_inertia(mc, hc, Jc, kin.S)
         Mu = (kin.S @ F.T) * self.ancf
-        return Mu + Mu.T - np.diag(np.diag(Mu))
+        # M = Mu + Mu' - diag(Mu): Mu[i, j] where i is an ancestor of j (or j), else Mu[j, i]
+        return np.where(self.anc, Mu, Mu.T)
 
     def velocities(self, kin, qd_si):
         """Spatial velocities (n, 6) [omega; v at the world origin] of every dof frame."""
@@ -359,13 +400,18 @@ class RigidBodyModel:
         if c is not None and np.array_equal(c[0], qd_si):
             return c[1], c[2]
         qd = np.array(qd_si, float)
-        V = self.velocities(kin, qd)
-        Vp = np.concatenate([V, np.zeros((1, 6))])[self._par]
+        n = self.n
+        # v_j = sum_{i anc j} S_i qd_i, with the world (at rest) as row n
+        Vw = np.empty((n + 1, 6))
+        np.matmul(self.ancf.T, kin.S * qd[:, None], out=Vw[:n])
+        Vw[n] = 0.0
+        V = Vw[:n]
         # Sdot_i = v_par(i) x S_i  (motion cross product [w; v] x [a; b] = [w x a; w x b + v x a])
-        # w x a and w x b in one product: [a | b] stacked on a middle axis
-        S3 = kin.S.reshape(-1, 2, 3)
-        Sd = _cross(Vp[:, None, :3], S3).reshape(-1, 6)
-        Sd[:, 3:] += _cross(Vp[:, 3:], kin.S[:, :3])
+        # w x a, w x b and v x a in one product: [w, w, v] x [a, b, a] (gathers precomputed)
+        X = _cross(Vw[self._sd_rows, self._sd_cols].reshape(n, 3, 3),
+                   kin.S[:, self._sd_scols].reshape(n, 3, 3))
+        Sd = X[:, :2].reshape(n, 6)
+        Sd[:, 3:] += X[:, 2]
         # Ad_j = sum_{i anc j} Sdot_i qd_i
         Ad = self.ancf.T @ (Sd * qd[:, None])
         kin._vel = (qd, V, Ad)
@@ -375,10 +421,14 @@ class RigidBodyModel:
         """Spatial accelerations (n, 6) of every dof frame (+ [0; -g] if gravity)."""
         V, Ad = self.motion(kin, qd_si)
         # a_j = a_0 + sum_{i anc j} (Sdot_i qd_i + S_i qdd_i)
-        qdd = np.asarray(qdd_si, float)
-        A = Ad + self.velocities(kin, qdd) if qdd.any() else Ad.copy()
-        if gravity:
-            A[:, 3:] -= self.gravity
+        qdd = None if qdd_si is None else np.asarray(qdd_si, float)
+        if qdd is not None and qdd.any():
+            A = Ad + self.velocities(kin, qdd)
+            if gravity:
+                A[:, 3:] -= self.gravity
+        else:
+            # (qdd = 0 or None) a_j - [0; g]
+            A = Ad - self._gravity6 if gravity else Ad.copy()
         return V, A
 
     def rnea(self, kin, qd_si, qdd_si):
@@ -387,17 +437,19 @@ class RigidBodyModel:
         m, h, J = self._inertias(kin)
         n = self.n
         # f_j = I_j a_j + v_j x* (I_j v_j),  x*: [w; v] x* [n; f] = [w x n + v x f; w x f]
-        IV, f = self._apply_inertia(m, h, J, np.stack([V, A]))         # I v, I a
-        w, v = V[:, :3], V[:, 3:]
-        f += _cross(w[:, None, :], IV.reshape(n, 2, 3)).reshape(n, 6)  # [w x n, w x f]
-        f[:, :3] += _cross(v, IV[:, 3:])
+        IV, f = self._apply_inertia(m, h, J, np.concatenate([V[None], A[None]]))   # I v, I a
+        # [w x n, w x f, v x f] in one product ([w, w, v] x [n, f, f], gathers precomputed)
+        X = _cross(V[:, self._sd_cols[0]].reshape(n, 3, 3), IV[:, self._rn_cols].reshape(n, 3, 3))
+        f[:, :3] += X[:, 0]
+        f[:, :3] += X[:, 2]
+        f[:, 3:] += X[:, 1]
         # F_j = sum over the subtree of j ; tau_j = S_j . F_j
         Fsub = self.ancf @ f
         return np.einsum("ni,ni->n", kin.S, Fsub)
 
     def bias(self, kin, qd_si):
         """b(q, qd) = C qd + g: RNEA with qdd = 0."""
-        return self.rnea(kin, qd_si, np.zeros(self.n))
+        return self.rnea(kin, qd_si, None)
 
     def gravity_torque(self, kin):
         """g(q): RNEA with qd = qdd = 0."""
@@ -407,7 +459,7 @@ class RigidBodyModel:
     def factor(self, M):
         """Cholesky factor of M + diag(armature), for solve() (LAPACK potrf directly: scipy's
         cho_factor / cho_solve wrappers cost more than the 48 x 48 factorisation itself)."""
-        return cholesky_lower(M + np.diag(self.armature))
+        return cholesky_lower(M + self.armature_diag)
 
     @staticmethod
     def solve(fac, rhs):

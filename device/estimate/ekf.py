@@ -18,6 +18,7 @@ After the update the angles are clamped to the skeleton's ranges (clamp=True).
 """
 
 import numpy as np
+from scipy.linalg.blas import dsyr2k as _syr2k
 
 from device.body.dynamics import cholesky_lower, cholesky_solve
 
@@ -50,16 +51,33 @@ def propagate(P, A, Q, tail=0):
     return out
 
 
-def joseph(P, PHT, K, H, r, S=None):
+_UPPER = {}          # n -> the (n, n) mask of the strictly upper triangle
+
+
+def symmetric_from_lower(P):
+    """Copy P's lower triangle onto its upper one, in place (P C-contiguous, square); returns P."""
+    n = len(P)
+    mask = _UPPER.get(n)
+    if mask is None:
+        mask = _UPPER[n] = np.triu(np.ones((n, n), bool), 1)
+    # P[i, j] = P[j, i] for j > i
+    np.copyto(P, P.T, where=mask)
+    return P
+
+
+def joseph(P, PHT, K, H, r, S=None, overwrite=False):
     """P+ = (I - K H) P (I - K H)' + K R K', R = diag(r), PHT = P H', S = H P H' + R
-    (computed here if not given); symmetrised.
+    (computed here if not given); exactly symmetric. overwrite: P (C-contiguous) may be
+    overwritten with the result.
 
     The same products associated from the right, so no nx x nx matrix multiplies another:
       L  = (I - K H) P = P - K (P H')'                 (P symmetric)
       P+ = L (I - K H)' + K R K' = L - (L H' - K R) K'
     and L H' = P H' - K (H P H') = PHT - K (S - R), so L H' - K R = PHT - K S:
       P+ = P - K PHT' - (PHT - K S) K'
-    Split evenly, U = PHT - K S / 2:  P+ = P - (K U' + U K') = P - (W + W'),  W = K U'.
+    Split evenly, U = PHT - K S / 2:  P+ = P - (K U' + U K'), a symmetric rank-2 nz update:
+    one BLAS syr2k computes its lower triangle (nx^2 nz multiply-adds), mirrored onto the
+    upper one (P's lower triangle is the one read: P is symmetric).
     nx^2 nz + nx nz^2 multiply-adds (nz < 2 nx; fewer than the 3 nx^2 nz of going through L),
     instead of 2 nx^3 + 2 nx^2 nz (the dense form, kept for nz >= 2 nx). Every step is exact
     algebra valid for any gain K (nothing assumes K optimal, where PHT - K S would be 0), so
@@ -70,16 +88,21 @@ def joseph(P, PHT, K, H, r, S=None):
         # P+ = (I - K H) P (I - K H)' + K R K'
         IKH = np.eye(nx) - K @ H
         P = IKH @ P @ IKH.T + (K * r) @ K.T
-    else:
-        if S is None:
-            # S = H P H' + R
-            S = H @ PHT + np.diag(r)
-        # P+ = P - K PHT' - (PHT - K S) K' = P - (K U' + U K'),  U = PHT - K S / 2
-        # (S symmetric; one nx x nz x nx product W = K U' instead of two)
-        U = PHT - 0.5 * (K @ S)
-        W = K @ U.T
-        P = P - (W + W.T)
-    return 0.5 * (P + P.T)
+        return 0.5 * (P + P.T)
+    if S is None:
+        # S = H P H' + R
+        S = H @ PHT + np.diag(r)
+    # U = PHT - K S / 2  (S symmetric)
+    U = K @ S
+    U *= -0.5
+    U += PHT
+    # P+ = P - (K U' + U K'): BLAS (column-major) sees the transposes of these C arrays, so
+    # its upper triangle of Pc' = P is our lower one, and trans=1 gives Ka' Ua + Ua' Ka with
+    # Ka = K' (nz x nx), Ua = U': K U' + U K'
+    own = overwrite and P.flags.c_contiguous
+    Pc = _syr2k(-1.0, np.ascontiguousarray(K).T, np.ascontiguousarray(U).T, beta=1.0,
+                c=P.T if own else np.array(P.T, order="F"), trans=1, lower=0, overwrite_c=1).T
+    return symmetric_from_lower(Pc)
 
 
 class JointEKF:
@@ -149,8 +172,14 @@ class JointEKF:
         # x- = f(x+) ; P- = A P A' + Q
         x_old = self.x
         try:
-            self.x, A, Q = self.process.predict(self.x, self.lin)
-            self.P = propagate(self.P, A, Q, getattr(self.process, "identity_tail", 0))
+            cov = getattr(self.process, "predict_cov", None)
+            res = None if cov is None else cov(self.x, self.P, self.lin)
+            if res is not None:
+                # x- and P- = A P A' + Q by the process model's blocks (A and Q never formed)
+                self.x, self.P = res
+            else:
+                self.x, A, Q = self.process.predict(self.x, self.lin)
+                self.P = propagate(self.P, A, Q, getattr(self.process, "identity_tail", 0))
             # (a sum is non-finite when any element is: one reduction instead of a mask)
             if not (np.isfinite(self.x.sum()) and np.isfinite(self.P.sum())):
                 raise np.linalg.LinAlgError("non-finite prediction")
@@ -165,7 +194,9 @@ class JointEKF:
         q = np.clip(q, self.lo_si, self.hi_si)
         self.initialise(self.model.from_si(q), t_s=self.t_s)
 
-    def update(self, obs):
+    def update(self, obs, _own_P=False):
+        # _own_P: self.P is a fresh prior nobody else holds (step() after predict()), so the
+        # Joseph update may write into it
         z, h, H, r = self.meas.linearise(self.lin, obs, self.nx)
         self.nz = len(z)
         if self.nz:
@@ -188,18 +219,18 @@ class JointEKF:
             K = cholesky_solve(c, PHT.T).T
             # x = x + K y
             x_new = self.x + K @ y
-            if not np.all(np.isfinite(x_new)):
+            if not np.isfinite(x_new.sum()):          # (non-finite if any element is)
                 self._recover(self.x)
                 return
             self.x = x_new
             self.nis = float(y @ cholesky_solve(c, y))
             # P = (I - K H) P (I - K H)' + K R K'
-            self.P = joseph(P, PHT, K, H, r, S)
+            self.P = joseph(P, PHT, K, H, r, S, overwrite=_own_P)
         if self.clamp:
             # a joint at its limit stops: q clipped, an outward velocity zeroed
             n = self.n
             q = self.x[:n]
-            qc = np.clip(q, self.lo_si, self.hi_si)
+            qc = np.minimum(np.maximum(q, self.lo_si), self.hi_si)      # (np.clip, fewer calls)
             if (qc != q).any():
                 out = ((q < self.lo_si) & (self.x[n:2 * n] < 0)) | ((q > self.hi_si) & (self.x[n:2 * n] > 0))
                 self.x[:n] = qc
@@ -213,10 +244,11 @@ class JointEKF:
             raise RuntimeError("initialise(q0) the estimator before step()")
         if obs is not None and obs.camera is not None:
             self.camera = obs.camera
-        if obs is None or self.t_s is None or obs.t_s > self.t_s + 1e-6 * self.dt_s:
+        predicted = obs is None or self.t_s is None or obs.t_s > self.t_s + 1e-6 * self.dt_s
+        if predicted:
             self.predict()
         if obs is not None:
-            self.update(obs)
+            self.update(obs, _own_P=predicted)
         self.t_s = obs.t_s if obs is not None else None
         return self.q_dof
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from device.body.dynamics import _cross
 from device.body.ik import _rotvec
+from device.estimate import imu_numba
 
 
 class MeasurementModel:
@@ -51,10 +52,25 @@ class MeasurementModel:
         self.marker_sigma = float(marker_sigma_m)
         self.pixel_sigma = float(pixel_sigma_px)
         self.orient_sigma = float(orient_sigma_rad)
+        self._imu_cache = {}
+        self._idx_cache = {}             # _indices(): feature names -> indices
 
     def _indices(self, table, what):
         if not table:
             return np.zeros(0, int), []
+        # fast path: the same names as a previous frame, none missing, all finite
+        keys = tuple(table)
+        hit = self._idx_cache.get(keys)
+        if hit is not None:
+            vals = list(table.values())
+            if not any(v is None for v in vals):
+                try:
+                    arr = np.array(vals, float).reshape(len(vals), -1)
+                except ValueError:
+                    arr = None
+                # (the sum is finite only if every element is)
+                if arr is not None and np.isfinite(arr.sum()):
+                    return hit, arr
         index = self.index
         names, vals = [], []
         for name, v in table.items():
@@ -73,6 +89,11 @@ class MeasurementModel:
         if arr is not None:
             ok = np.isfinite(arr).all(axis=1)                 # NaN or inf: treated as missing
             idx = np.array(names, int)
+            if len(names) == len(table):                      # every name known, none None
+                if len(self._idx_cache) > 64:
+                    self._idx_cache.clear()
+                idx.flags.writeable = False
+                self._idx_cache[tuple(table)] = idx
             return (idx, arr) if ok.all() else (idx[ok], arr[ok])
         out_n, out_v = [], []
         for k, v in zip(names, vals):
@@ -138,11 +159,11 @@ class MeasurementModel:
         idx, vals = self._indices(obs.imu, "imu")
         if len(idx):
             z, h, H = self._imu(lin, idx, nx)
-            zs.append(np.concatenate(vals))
+            zs.append(vals.reshape(-1) if isinstance(vals, np.ndarray) else np.concatenate(vals))
             hs.append(h)
             Hs.append(H)
-            r6 = np.r_[np.full(3, self.gyro_sigma ** 2), np.full(3, self.accel_sigma ** 2)]
-            rs.append(np.tile(r6, len(idx)))
+            # r: gyro_sigma^2 (x3), accel_sigma^2 (x3) per sensor
+            rs.append(self._imu_const(idx)[4])
         orient = getattr(obs, "orient", None)
         idx, vals = self._indices(orient, "orient") if orient else (np.zeros(0, int), [])
         if len(idx):
@@ -183,13 +204,34 @@ class MeasurementModel:
         pdd = Ab[:, 3:] + _cross(Ab[:, :3], p) + _cross(w, vp)
         return w, pdd
 
-    @staticmethod
-    def _skew(u):
+    # skew(u) flattened = [0, -u2, u1, u2, 0, -u0, -u1, u0, 0]: one gather, one product
+    _SKEW_IDX = np.array([0, 2, 1, 2, 0, 0, 1, 0, 0])
+    _SKEW_SIGN = np.array([0.0, -1.0, 1.0, 1.0, 0.0, -1.0, -1.0, 1.0, 0.0])
+
+    @classmethod
+    def _skew(cls, u):
         """(..., 3) -> (..., 3, 3) with skew(u) v = u x v."""
-        S = np.zeros(u.shape[:-1] + (3, 3))
-        S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -u[..., 2], u[..., 1], -u[..., 0]
-        S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = u[..., 2], -u[..., 1], u[..., 0]
-        return S
+        return (u[..., cls._SKEW_IDX] * cls._SKEW_SIGN).reshape(u.shape[:-1] + (3, 3))
+
+    def _imu_const(self, idx):
+        """What the IMU rows of the features idx need that does not change with the state
+        (cached per set of sensors): dof bodies, frames, ancestor masks, noise variances."""
+        key = idx.tobytes()
+        c = self._imu_cache.get(key)
+        if c is None:
+            m = self.model
+            n = m.n
+            bw = self.f_body_w[idx]
+            mask3 = self._anc3[bw]                                    # (K, 3n): dofs above, x3
+            rmask = (mask3[:, :n] * m.is_rot[None, :])[:, None, :]    # rotation dofs above
+            r6 = np.r_[np.full(3, self.gyro_sigma ** 2), np.full(3, self.accel_sigma ** 2)]
+            c = (bw, self.f_frame[idx], mask3[:, None, :], rmask, np.tile(r6, len(idx)))
+            for a in c:
+                a.flags.writeable = False              # shared by every frame with these sensors
+            if len(self._imu_cache) > 64:
+                self._imu_cache.clear()
+            self._imu_cache[key] = c
+        return c
 
     def _imu(self, lin, idx, nx):
         """(None, h, H) of the IMUs idx at lin: all sensors at once, one set of array operations.
@@ -210,17 +252,23 @@ class MeasurementModel:
         m = self.model
         n = m.n
         kin, qd, qdd = lin.kin, lin.qd, lin.qdd
+        bw, frame, mask3, rmask, _ = self._imu_const(idx)
         # velocities and velocity-product accelerations: shared with the bias (RNEA) at lin
         V, Ad = m.motion(kin, qd)
-        p, Rs, b = self.features(kin, idx)
         K = len(idx)
+        if imu_numba.available():
+            # the optional compiled path: the same rows, per sensor over the dofs above it
+            H, RJ, h = imu_numba.imu_rows(m, kin, V, Ad, qdd, bw, frame, nx)
+            return None, h.reshape(-1), self._imu_dqdd(lin, H, RJ.reshape(3 * K, n), nx)
+        # [Rs | p] = [R_b | p_b] [f_rot f_off; 0 1] (features(), world: row n of T)
+        F = kin.T[bw] @ frame
+        p, Rs = F[:, :, 3], F[:, :, :3]
         a = kin.axis
         # [V, Vq, A = Ad + Vq] with the world (at rest) as row n
         W = np.zeros((3, n + 1, 6))
         W[0, :n] = V
         W[1, :n] = m.velocities(kin, qdd)
         np.add(Ad, W[1, :n], out=W[2, :n])
-        bw = np.where(b < 0, n, b)
         Wb = W[:, bw]                                                 # (3, K, 6) sensor bodies
         # v_p = v_O + w x p (for V and Vq) ; a_O + alpha x p (for A)
         L = Wb[..., 3:] + _cross(Wb[..., :3], p)                      # (3, K, 3)
@@ -229,10 +277,14 @@ class MeasurementModel:
         f = L[2] + _cross(w, L[0]) - m.gravity
         # parent-frame motions of every dof for V and Vq: ad_j = w_par x a_j, v(o_j)
         Wp = W[:2, m._par]                                            # (2, n, 6)
-        ad = _cross(Wp[..., :3], a)                                   # (2, n, 3)
+        # [ad_j, w_par x (o_j x a_j)] in one product (S_j's linear part o_j x a_j)
+        aS = np.concatenate([a, kin.S[:, 3:]], axis=1).reshape(n, 2, 3)
+        wx = _cross(Wp[..., None, :3], aS)                            # (2, n, 2, 3)
+        ad = wx[:, :, 0]                                              # (2, n, 3)
         # c_j = ad_j x o_j + a_j x (v_par + w_par x o_j) = a_j x v_par + (o_j x a_j) x w_par
         # (Jacobi identity); o_j x a_j = S_j's linear part (rotations: the only columns c enters)
-        c = _cross(a, Wp[..., 3:]) + _cross(kin.S[:, 3:], Wp[..., :3])
+        c = _cross(a, Wp[..., 3:])
+        c -= wx[:, :, 1]
         # skew(u) v = u x v for u = p, v_p, vq_p, f: two batched products give every u x column
         Sk = self._skew(np.stack([p, L[0], L[1], f]))                 # (4, K, 3, 3)
         G = np.concatenate([ad[1], ad[0], a]).T                       # (3, 3n): [adq | ad | a]
@@ -245,33 +297,44 @@ class MeasurementModel:
         Q[..., n:2 * n] -= Pv[0] + c[0].T
         # J = a x (p - o) = -(p x a) + o x a  (o x a: S's linear part)
         Q[..., 2 * n:] += kin.S[:, 3:].T
-        mask3 = self._anc3[bw]                                        # (K, 3n): dofs above, x3
-        X = np.empty((K, 3, 5 * n))
-        # world-frame blocks, columns [gyro H_q | gyro H_qd | accel H_q | accel H_qd | J],
+        X = np.empty((K, 3, 5 * n + 2))
+        # world-frame blocks, columns [gyro H_q | gyro H_qd | accel H_q | accel H_qd | J | w | f],
         # rotated into the sensor frames by one batched product with Rs'
-        rmask = (mask3[:, :n] * m.is_rot[None, :])[:, None, :]
         X[:, :, :n] = ad[0].T * rmask                                 # gyro H_q = ad (rotations)
         X[:, :, n:2 * n] = a.T * rmask                                # gyro H_qd = Jw
         # translation columns: accel H_q = adq, Jdot = ad, J = a
         if len(self._tr3):
             Q[:, :, self._tr3] = G[:, self._tr3]
-        np.multiply(Q, mask3[:, None, :], out=X[:, :, 2 * n:])
+        np.multiply(Q, mask3, out=X[:, :, 2 * n:5 * n])
         X[:, :, 3 * n:4 * n] *= 2.0                                   # accel H_qd = 2 Jdot
+        # h = [Rs' w, Rs' f] per sensor: two more columns of the same product
+        X[:, :, 5 * n] = w
+        X[:, :, 5 * n + 1] = f
         Y = Rs.transpose(0, 2, 1) @ X
-        H = np.zeros((K, 6, nx))
+        H = np.empty((K, 6, nx))
         H[:, :3, :2 * n] = Y[:, :, :2 * n]
         H[:, 3:, :2 * n] = Y[:, :, 2 * n:4 * n]
+        H[:, :, 2 * n:] = 0.0
+        h = Y[:, :, 5 * n:].transpose(0, 2, 1)
+        return None, h.reshape(-1), self._imu_dqdd(lin, H, Y[:, :, 4 * n:5 * n].reshape(3 * K, n), nx)
+
+    @staticmethod
+    def _imu_dqdd(lin, H, RJ, nx):
+        """H (K, 6, nx) + the accelerometer rows' Rs' J dqdd/dx (RJ = Rs' J, (3K, n)), as (6K, nx)."""
+        K = len(H)
+        n = RJ.shape[1]
         # + Rs' J dqdd/dx  (process model: torque -> [Dq, Dqd, M^-1] or [0, 0, M^-1] (h_tau_only),
         # CA -> [0, 0, I], CV -> 0); only the column blocks of dqdd/dx that are not zero
         D = lin.dqdd_dx
         if D is not None:
-            RJ = Y[:, :, 4 * n:].reshape(3 * K, n)
-            # (the torque model's h_tau_only linearisation says its q, qd blocks are zero)
-            first = nx // n - 1 if getattr(lin, "tau_only", False) else 0
-            for s in range(first, nx // n):
-                blk = D[:, s * n:(s + 1) * n]
-                if blk.any():
-                    H[:, 3:, s * n:(s + 1) * n] += (RJ @ blk).reshape(K, 3, n)
-        # h = [Rs' w, Rs' f] per sensor
-        h = (Rs.transpose(0, 2, 1) @ np.stack([w, f], axis=2)).transpose(0, 2, 1)
-        return None, h.ravel(), H.reshape(-1, nx)
+            if getattr(lin, "tau_only", False) and lin.Minv is not None and nx == 3 * n:
+                # the torque model's h_tau_only linearisation: dqdd/dx = [0, 0, M^-1]
+                H[:, 3:, 2 * n:] = (RJ @ lin.Minv).reshape(K, 3, n)
+            else:
+                # (the torque model's h_tau_only linearisation says its q, qd blocks are zero)
+                first = nx // n - 1 if getattr(lin, "tau_only", False) else 0
+                for s in range(first, nx // n):
+                    blk = D[:, s * n:(s + 1) * n]
+                    if blk.any():
+                        H[:, 3:, s * n:(s + 1) * n] += (RJ @ blk).reshape(K, 3, n)
+        return H.reshape(-1, nx)

@@ -22,7 +22,9 @@ the new qd) and its A is exact for that step given Fc.
 
 import numpy as np
 
+from device.body import dynamics_numba
 from device.body.dynamics import _cross
+from device.estimate.covariance import propagate_rk4, propagate_rows
 
 
 class Linearisation:
@@ -50,13 +52,17 @@ def gravity_stiffness(model, kin):
     mc, hc, _ = model.composite(kin)
     a = kin.axis
     G = -model.gravity
+    GX = getattr(model, "_gstiff_cross", None)
+    if GX is None:
+        # rows G x e_i: for row vectors v, v @ GX = G x v and v @ (-GX) = v x G
+        GX = model._gstiff_cross = (np.cross(G, np.eye(3)), -np.cross(G, np.eye(3)))
     r = hc - mc[:, None] * kin.origin_m
-    u = _cross(G[None, :], a)                                  # G x a_j
+    u = a @ GX[0]                                               # G x a_j
     ar = _cross(a, r)                                           # a_j x r_j
     # rotation j: z_j = a_j x (r_j x G) + r_j x (G x a_j) = (a_j x r_j) x G  (Jacobi identity)
     # translation j: z_j = a_j x (m_j G) = -m_j (G x a_j)
     rot = model.is_rot[:, None]
-    z = np.where(rot, _cross(ar, G[None, :]), -mc[:, None] * u)
+    z = np.where(rot, ar @ GX[1], -mc[:, None] * u)
     T1 = a @ z.T                                                # T1[i, j] = a_i . z_j
     y = np.where(rot, ar, mc[:, None] * a)
     T2 = y @ u.T                                                # T2[i, j] = y_i . u_j
@@ -143,8 +149,8 @@ class TorqueProcess:
 
     def torque_cov(self, M, accel_var):
         """M diag(accel_var) M, with M + diag(armature): the torque covariance of accelerations."""
-        Ma = M + np.diag(self.model.armature)
-        return (Ma * accel_var[None, :]) @ Ma
+        Ma = M + self.model.armature_diag
+        return (Ma * accel_var) @ Ma
 
     def initial_state(self, q, qd=None):
         """[q, qd, tau] with tau = b(q, qd): the torque that holds the body as it moves now."""
@@ -164,18 +170,32 @@ class TorqueProcess:
     def linearise(self, x):
         n = self.n
         q, qd, tau = x[:n], x[n:2 * n], x[2 * n:]
-        qdd, kin, fac, M = self._qdd(q, qd, tau, full=True)
+        Kg = None
+        if self.jacobian == "analytic" and dynamics_numba.available():
+            # the optional compiled path: kinematics, M, b and dg/dq in one pass (same values)
+            m = self.model
+            kin, M, b, Kg = dynamics_numba.linearise_terms(m, q, qd)
+            fac = m.factor(M)
+            # qdd = M^-1 (tau - b - d qd)
+            qdd = m.solve(fac, tau - (b + self.damping * qd))
+        else:
+            qdd, kin, fac, M = self._qdd(q, qd, tau, full=True)
         # dqdd/dtau = M^-1
-        Minv = self.model.solve(fac, np.eye(n))
+        eye = getattr(self, "_eye", None)
+        if eye is None:
+            eye = self._eye = np.eye(n)
+            eye.flags.writeable = False
+        Minv = self.model.solve(fac, eye)
         if self.jacobian == "fd":
             Dq, Dqd = self._fd(q, qd, tau)
         else:
             # Dq ~= -M^-1 dg/dq ; Dqd ~= -M^-1 diag(d) (damping; Coriolis dropped)
-            Dq = -Minv @ gravity_stiffness(self.model, kin)
+            Dq = -Minv @ (gravity_stiffness(self.model, kin) if Kg is None else Kg)
             Dqd = -Minv * self.damping[None, :]
         if self.h_tau_only:
             # for H: qdd depends on the state through tau only (see the class docstring)
-            dqdd_dx = np.hstack([np.zeros((n, 2 * n)), Minv])
+            dqdd_dx = np.zeros((n, 3 * n))
+            dqdd_dx[:, 2 * n:] = Minv
         else:
             dqdd_dx = np.hstack([Dq, np.zeros((n, n)) if Dqd is None else Dqd, Minv])
         return Linearisation(kin, qd, qdd, dqdd_dx, Minv, Dq, Dqd, M, x.copy(), tau_only=self.h_tau_only)
@@ -198,26 +218,12 @@ class TorqueProcess:
         sub-steps (max_step_s), the mean is integrated sub-step by sub-step and A is the
         sub-step transition (from lin) raised to the number of sub-steps.
         """
-        n, dt = self.n, self.dt_s
-        if self.stages == "linear" and self.tau_decay is None and lin.x is not None:
-            # qdd(x) ~= qdd(x_l) + [Dq, Dqd, M^-1] (x - x_l), x_l the state of lin (the last
-            # prior): the dynamics affine about x_l; the stages of RK4 (Euler) then cost three
-            # n x n products each. What it drops, against stages="full": the second-order
-            # change of qdd between x_l and the stage points (dM/dq qdd and the Coriolis terms,
-            # the same terms A drops); tests/test_ekf_jacobians.py bounds the difference
-            qddf = self._affine_qdd(lin)
-        else:
-            qddf = None
-        for _ in range(self.substeps):
-            x = self._step(x, self.h_s, qddf)
-        Q0 = getattr(self, "_Q0", None)
-        if Q0 is None or Q0[0] != dt:
-            Q0 = self._Q0 = (dt, np.zeros((3 * n, 3 * n)))
-            Q0[1][:2 * n, :2 * n] = np.diag(self.q_var * dt)
-        Q = Q0[1].copy()
-        # Q_tau = dt M diag(accel_sigma^2) M  (or dt diag(tau_sigma^2))
-        Q[2 * n:, 2 * n:] = dt * (np.diag(self.tau_var) if self.tau_var is not None
-                                  else self.torque_cov(lin.M, self.accel_var))
+        n = self.n
+        x = self._mean(x, lin)
+        q_diag, Q_tau = self._noise(lin)
+        Q = np.zeros((3 * n, 3 * n))
+        Q.flat[:(2 * n) * (3 * n + 1):3 * n + 1] = q_diag
+        Q[2 * n:, 2 * n:] = Q_tau
         A = self.transition(lin, self.h_s)
         if self.tau_decay is not None:
             # d tau' / d tau = a I ; d tau' / dq ~= (1 - a) dg/dq = -(1 - a) M Dq (gravity part)
@@ -227,6 +233,81 @@ class TorqueProcess:
         if self.substeps > 1:
             A = np.linalg.matrix_power(A, self.substeps)
         return x, A, Q
+
+    def predict_cov(self, x, P, lin):
+        """(x_new, P_new = A P A' + Q): predict() and the covariance step by blocks
+        (device/estimate/covariance.py), A and Q never formed; None where A's tau rows are not
+        the identity (tau_decay_s) or A is a power of the sub-step's (sub-steps)."""
+        if self.tau_decay is not None or self.substeps > 1:
+            return None
+        x_new = self._mean(x, lin)
+        q_diag, Q_tau = self._noise(lin)
+        if self.integrator == "rk4":
+            n = self.n
+            Dqd = np.zeros((n, n)) if lin.Dqd is None else lin.Dqd
+            return x_new, propagate_rk4(P, lin.Dq, Dqd, lin.Minv, self.h_s, q_diag, Q_tau)
+        return x_new, propagate_rows(P, self.transition_rows(lin, self.h_s), q_diag, Q_tau)
+
+    def _mean(self, x, lin):
+        """x_new: the mean integrated over dt_s (sub-step by sub-step)."""
+        if self.stages == "linear" and self.tau_decay is None and lin.x is not None:
+            # qdd(x) ~= qdd(x_l) + [Dq, Dqd, M^-1] (x - x_l), x_l the state of lin (the last
+            # prior): the dynamics affine about x_l; the stages of RK4 (Euler) then cost three
+            # n x n products each. What it drops, against stages="full": the second-order
+            # change of qdd between x_l and the stage points (dM/dq qdd and the Coriolis terms,
+            # the same terms A drops); tests/test_ekf_jacobians.py bounds the difference
+            if self.integrator == "rk4":
+                return self._rk4_affine(x, lin)
+            qddf = self._affine_qdd(lin)
+        else:
+            qddf = None
+        for _ in range(self.substeps):
+            x = self._step(x, self.h_s, qddf)
+        return x
+
+    def _rk4_affine(self, x, lin):
+        """RK4 sub-steps of the dynamics affine about lin (stages="linear"), in closed form.
+
+        With y = [q, qd] and tau held the affine dynamics are y' = F y + e,
+          F = [[0, I], [Dq, Dqd]],  F y + e = [qd, qdd_l + [Dq, Dqd] (y - y_l) + M^-1 (tau - tau_l)]
+        and RK4's four stages (k1 = g(y), k2 = g(y + h/2 k1), ...) of a linear system sum to
+        its Taylor polynomial of degree 4: with g = F y + e,
+          y' = y + h (g + h/2 F g + h^2/6 F^2 g + h^3/24 F^3 g)
+        (the same numbers as _step with _affine_qdd's stages, to round-off), here by Horner.
+        """
+        n, h = self.n, self.h_s
+        xl = lin.x
+        Dqd = np.zeros((n, n)) if lin.Dqd is None else lin.Dqd
+        # C = [Dq, Dqd]: F v = [v_qd, C v]
+        C = np.concatenate([lin.Dq, Dqd], axis=1)
+        tau = x[2 * n:]
+        # a_l = qdd_l - C y_l + M^-1 (tau - tau_l): qdd = a_l + C y (tau held over the step)
+        a_l = lin.qdd - C @ xl[:2 * n] + lin.Minv @ (tau - xl[2 * n:])
+        y = x[:2 * n]
+        for _ in range(self.substeps):
+            # g = F y + e ;  v_k = F^k g
+            g = np.concatenate([y[n:], a_l + C @ y])
+            v1 = np.concatenate([g[n:], C @ g])
+            v2 = np.concatenate([v1[n:], C @ v1])
+            v3 = np.concatenate([v2[n:], C @ v2])
+            # y' = y + h (g + h/2 (v1 + h/3 (v2 + h/4 v3)))
+            s = v2 + (h / 4.0) * v3
+            s = v1 + (h / 3.0) * s
+            s = g + (h / 2.0) * s
+            y = y + h * s
+        return np.concatenate([y, tau])
+
+    def _noise(self, lin):
+        """(q_diag, Q_tau): Q = blockdiag(diag(q_diag), Q_tau) over dt_s."""
+        dt = self.dt_s
+        qd = getattr(self, "_q_diag", None)
+        if qd is None or qd[0] != dt:
+            # Q_q, Q_qd = dt diag(q_sigma^2, qd_sigma^2)
+            qd = self._q_diag = (dt, self.q_var * dt)
+        # Q_tau = dt M diag(accel_sigma^2) M  (or dt diag(tau_sigma^2))
+        Q_tau = dt * (np.diag(self.tau_var) if self.tau_var is not None
+                      else self.torque_cov(lin.M, self.accel_var))
+        return qd[1], Q_tau
 
     def _affine_qdd(self, lin):
         """qdd(q, qd, tau) affine about lin: qdd_l + Dq (q - q_l) + Dqd (qd - qd_l) + M^-1 (tau - tau_l)."""
@@ -279,30 +360,53 @@ class TorqueProcess:
     def transition(self, lin, dt=None):
         """Discrete A over dt (default dt_s) from the continuous Fc = [[0, I, 0], [Dq, Dqd, Minv], [0, 0, 0]]."""
         n = self.n
+        A = np.zeros((3 * n, 3 * n))
+        A[:2 * n] = self.transition_rows(lin, dt)
+        # tau rows: tau held
+        A[2 * n:, 2 * n:] = np.eye(n)
+        return A
+
+    def transition_rows(self, lin, dt=None):
+        """The q and qd rows of transition() (2n, 3n): its tau rows are [0, 0, I]."""
+        n = self.n
         dt = self.dt_s if dt is None else float(dt)
-        I = np.eye(n)
         Dq, Minv = lin.Dq, lin.Minv
         Dqd = np.zeros((n, n)) if lin.Dqd is None else lin.Dqd
-        A = np.eye(3 * n)
+        diag = getattr(self, "_diag_rows", None)
+        if diag is None:
+            # flat indices of the diagonals of the (q, q) and (qd, qd) blocks of a (2n, 3n) array
+            i = np.arange(n)
+            diag = self._diag_rows = (i * (3 * n + 1), (n + i) * (3 * n + 1))
         if self.integrator == "euler":
+            B = np.zeros((2 * n, 3 * n))
+            Bf = B.reshape(-1)
             # qd' row: [dt Dq, I + dt Dqd, dt Minv] ; q' row: [I, dt I, 0] + dt (qd' row)
-            A[n:2 * n, :n] = dt * Dq
-            A[n:2 * n, n:2 * n] += dt * Dqd
-            A[n:2 * n, 2 * n:] = dt * Minv
-            A[:n, :n] += dt * A[n:2 * n, :n]
-            A[:n, n:2 * n] = dt * A[n:2 * n, n:2 * n]
-            A[:n, 2 * n:] = dt * A[n:2 * n, 2 * n:]
-            return A
+            B[n:, :n] = dt * Dq
+            B[n:, n:2 * n] = dt * Dqd
+            Bf[diag[1]] += 1.0
+            B[n:, 2 * n:] = dt * Minv
+            B[:n, :n] = dt * B[n:, :n]
+            Bf[diag[0]] += 1.0
+            B[:n, n:2 * n] = dt * B[n:, n:2 * n]
+            B[:n, 2 * n:] = dt * B[n:, 2 * n:]
+            return B
         # A = I + dt Fc + dt^2/2 Fc^2,  Fc^2 = [[Dq, Dqd, Minv], [Dqd Dq, Dq + Dqd^2, Dqd Minv], 0]
         # by block rows, C = [Dq, Dqd, Minv] (Fc's qd rows):
         #   q rows  = [I, dt I, 0] + h C ;  qd rows = [0, I, 0] + dt C + h (Dqd C + [0, Dq, 0])
         h = 0.5 * dt * dt
         C = np.concatenate([Dq, Dqd, Minv], axis=1)
-        A[n:2 * n, n:2 * n] += h * Dq
-        A[:n, n:2 * n] = dt * I
-        A[:n] += h * C
-        A[n:2 * n] += dt * C + h * (Dqd @ C)
-        return A
+        B = np.empty((2 * n, 3 * n))
+        Bf = B.reshape(-1)
+        # q rows = h C + [I, dt I, 0]
+        np.multiply(C, h, out=B[:n])
+        Bf[diag[0]] += 1.0
+        Bf[diag[0] + n] += dt
+        # qd rows = (dt C + h Dqd C) + (I + h Dq in the qd columns)
+        np.add(dt * C, h * (Dqd @ C), out=B[n:])
+        T = h * Dq
+        T.flat[::n + 1] += 1.0
+        B[n:, n:2 * n] += T
+        return B
 
 
 class _Kinematic:

@@ -1,0 +1,193 @@
+"""The EKF step's fast paths equal the straightforward computations they replace.
+
+Each by blocks / in closed form / compiled, against the dense or reference form, on the human
+model: P- = A P A' + Q without forming A (device/estimate/covariance.py), RK4's affine stages as
+a Taylor polynomial (TorqueProcess._rk4_affine), the process model's predict_cov, the optional
+numba dynamics terms (device/body/dynamics_numba.py), and the measurement model's per-name
+caches (a repeated set of sensors with a missing value still drops it).
+"""
+
+import numpy as np
+import pytest
+
+from device.body import dynamics_numba
+from device.body.dynamics import model_of
+from device.body.human import human_model
+from device.estimate.covariance import propagate_rk4, propagate_rows
+from device.estimate.measurement import MeasurementModel
+from device.estimate.observation import Observation
+from device.estimate.process import Linearisation, TorqueProcess, gravity_stiffness
+
+
+@pytest.fixture(scope="module")
+def setup():
+    sk = human_model(floating=True)
+    model = model_of(sk, 0.01)
+    rng = np.random.default_rng(11)
+    q = model.to_si(sk.home) + rng.uniform(-0.4, 0.4, model.n) * (model.is_rot + 0.1)
+    return sk, model, rng, q
+
+
+def _spd(rng, n):
+    X = rng.normal(size=(n, n))
+    return X @ X.T + n * np.eye(n)
+
+
+def _moving_state(proc, q, rng):
+    n = proc.n
+    x = np.concatenate([q, rng.normal(0, 1.0, n), np.zeros(n)])
+    x[2 * n:] = proc.initial_state(q, x[n:2 * n])[2 * n:] + rng.normal(0, 1.0, n)
+    return x
+
+
+def _dense(A, P, Q):
+    return A @ P @ A.T + Q
+
+
+def test_block_propagations_equal_the_dense_product(setup):
+    """propagate_rk4 and propagate_rows equal A P A' + Q with A from transition()."""
+    sk, model, rng, q = setup
+    n = model.n
+    for integrator in ("rk4", "euler"):
+        proc = TorqueProcess(model, 1 / 60, integrator=integrator, damping=0.5)
+        lin = proc.linearise(_moving_state(proc, q, rng))
+        A = proc.transition(lin, proc.h_s)
+        P = _spd(rng, 3 * n)
+        q_diag = rng.uniform(0.1, 1.0, 2 * n)
+        Q_tau = _spd(rng, n)
+        Q = np.zeros((3 * n, 3 * n))
+        Q[:2 * n, :2 * n] = np.diag(q_diag)
+        Q[2 * n:, 2 * n:] = Q_tau
+        ref = _dense(A, P, Q)
+        tol = 1e-12 * np.abs(ref).max()
+        got = propagate_rows(P, proc.transition_rows(lin, proc.h_s), q_diag, Q_tau)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=tol)
+        if integrator == "rk4":
+            got = propagate_rk4(P, lin.Dq, lin.Dqd, lin.Minv, proc.h_s, q_diag, Q_tau)
+            np.testing.assert_allclose(got, ref, rtol=0, atol=tol)
+
+
+def test_predict_cov_equals_predict_and_the_dense_covariance(setup):
+    """TorqueProcess.predict_cov = (predict()'s mean, A P A' + Q with predict()'s A, Q)."""
+    sk, model, rng, q = setup
+    n = model.n
+    for integrator in ("rk4", "euler"):
+        proc = TorqueProcess(model, 1 / 60, integrator=integrator, damping=0.5, stages="linear")
+        x = _moving_state(proc, q, rng)
+        lin = proc.linearise(x)
+        xp = x + np.concatenate([rng.normal(0, 0.005, n), rng.normal(0, 0.1, 2 * n)])
+        P = _spd(rng, 3 * n)
+        x_ref, A, Q = proc.predict(xp, lin)
+        x_new, P_new = proc.predict_cov(xp, P, lin)
+        np.testing.assert_allclose(x_new, x_ref, rtol=1e-12, atol=1e-12)
+        ref = _dense(A, P, Q)
+        np.testing.assert_allclose(P_new, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    # sub-steps and a decaying torque keep the dense path
+    assert TorqueProcess(model, 1 / 30).predict_cov(x, P, lin) is None
+    assert TorqueProcess(model, 1 / 60, tau_decay_s=0.2).predict_cov(x, P, lin) is None
+
+
+def test_rk4_affine_equals_the_four_stages(setup):
+    """The closed-form RK4 of the affine dynamics equals RK4's four stages on them."""
+    sk, model, rng, q = setup
+    n = model.n
+    for dt, max_step in ((1 / 60, 1 / 60), (1 / 30, 1 / 60), (1 / 60, 1 / 200)):
+        proc = TorqueProcess(model, dt, damping=0.5, max_step_s=max_step)
+        x = _moving_state(proc, q, rng)
+        lin = proc.linearise(x)
+        xp = x + np.concatenate([rng.normal(0, 0.005, n), rng.normal(0, 0.1, 2 * n)])
+        ref = xp
+        qddf = proc._affine_qdd(lin)
+        for _ in range(proc.substeps):
+            ref = proc._step(ref, proc.h_s, qddf)
+        got = proc._rk4_affine(xp, lin)
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        assert np.array_equal(got[2 * n:], xp[2 * n:])
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+@pytest.mark.parametrize("floating", [False, True])
+def test_numba_dynamics_terms_equal_numpy(floating):
+    """The compiled kinematics, M, b, dg/dq and motion cache equal the numpy functions."""
+    sk = human_model(floating=floating)
+    model = model_of(sk, 0.01)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q = model.to_si(sk.home) + rng.normal(0, 0.5, model.n)
+        qd = rng.normal(0, 2.0, model.n)
+        kin2, M2, b2, K2 = dynamics_numba.linearise_terms(model, q, qd)
+        kin = model.kinematics(q)
+        V, Ad = model.motion(kin, qd)
+        pairs = [(kin.T, kin2.T), (kin.R, kin2.R), (kin.p_m, kin2.p_m), (kin.axis, kin2.axis),
+                 (kin.origin_m, kin2.origin_m), (kin.S, kin2.S), (model.mass_matrix(kin), M2),
+                 (model.bias(kin, qd), b2), (gravity_stiffness(model, kin), K2),
+                 (V, kin2._vel[1]), (Ad, kin2._vel[2])]
+        for a, b in pairs:
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * max(1.0, np.abs(a).max()))
+    with pytest.raises(ValueError, match="finite"):
+        dynamics_numba.linearise_terms(model, np.full(model.n, np.nan), np.zeros(model.n))
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+def test_linearise_with_and_without_numba_agree(setup, monkeypatch):
+    sk, model, rng, q = setup
+    proc = TorqueProcess(model, 1 / 60, damping=0.5)
+    x = _moving_state(proc, q, rng)
+    a = proc.linearise(x)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+    assert not dynamics_numba.available()
+    b = proc.linearise(x)
+    for name in ("qdd", "Minv", "Dq", "Dqd", "M", "dqdd_dx"):
+        u, v = getattr(a, name), getattr(b, name)
+        np.testing.assert_allclose(u, v, rtol=0, atol=1e-10 * max(1.0, np.abs(v).max()), err_msg=name)
+    assert isinstance(a, Linearisation) and np.array_equal(a.x, b.x)
+
+
+def test_repeated_sensor_set_still_drops_missing_values(setup):
+    """The per-name index cache of the measurement model: a frame with the same sensors as the
+    last one, one reading NaN (or None), makes rows for the others only."""
+    sk, model, rng, q = setup
+    mm = MeasurementModel(model)
+    proc = TorqueProcess(model, 1 / 60)
+    lin = proc.linearise(proc.initial_state(q))
+    names = [f.name for f in sk.features if f.kind == "imu"][:4]
+    good = {k: (rng.normal(size=3), rng.normal(size=3)) for k in names}
+    z, h, H, r = mm.linearise(lin, Observation(0.0, imu=good), proc.nx)
+    assert len(z) == 24
+    z2, h2, H2, r2 = mm.linearise(lin, Observation(0.0, imu=good), proc.nx)       # cached path
+    assert np.array_equal(z, z2) and np.array_equal(H, H2) and np.array_equal(r, r2)
+    for bad in (None, (np.full(3, np.nan), np.zeros(3))):
+        obs = Observation(0.0, imu=dict(good, **{names[1]: bad}))
+        z3, h3, H3, r3 = mm.linearise(lin, obs, proc.nx)
+        keep = np.r_[0:6, 12:24]
+        assert len(z3) == 18
+        np.testing.assert_array_equal(z3, z[keep])
+        np.testing.assert_allclose(H3, H[keep], rtol=0, atol=1e-12 * np.abs(H).max())
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+@pytest.mark.parametrize("floating", [False, True])
+def test_numba_imu_rows_equal_numpy(floating, monkeypatch):
+    """device/estimate/imu_numba.py: the IMU rows (h, H) equal the numpy path's, for the torque
+    model (h_tau_only or not) and the constant-acceleration / constant-velocity models."""
+    from device.estimate.process import ConstantAcceleration, ConstantVelocity
+    sk = human_model(floating=floating)
+    model = model_of(sk, 0.01)
+    rng = np.random.default_rng(9)
+    q = model.to_si(sk.home) + rng.normal(0, 0.4, model.n)
+    mm = MeasurementModel(model)
+    names = [f.name for f in sk.features if f.kind == "imu"]
+    obs = Observation(0.0, imu={k: (rng.normal(size=3), rng.normal(size=3)) for k in names})
+    for proc in (TorqueProcess(model, 1 / 60, damping=0.5), TorqueProcess(model, 1 / 60, h_tau_only=False),
+                 ConstantAcceleration(model, 1 / 60), ConstantVelocity(model, 1 / 60)):
+        x = proc.initial_state(q, rng.normal(0, 1.0, model.n))
+        if proc.nx == 3 * model.n:
+            x[2 * model.n:] += rng.normal(0, 1.0, model.n)
+        lin = proc.linearise(x)
+        monkeypatch.setenv("MOTIONSTAFF_NUMBA", "1")
+        z1, h1, H1, r1 = mm.linearise(lin, obs, proc.nx)
+        monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+        z0, h0, H0, r0 = mm.linearise(lin, obs, proc.nx)
+        assert np.array_equal(z1, z0) and np.array_equal(r1, r0)
+        np.testing.assert_allclose(h1, h0, rtol=0, atol=1e-12 * np.abs(h0).max())
+        np.testing.assert_allclose(H1, H0, rtol=0, atol=1e-12 * np.abs(H0).max())
