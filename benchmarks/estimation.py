@@ -17,9 +17,14 @@ Prints markdown tables, each with its anchor measured in the same run:
 3. speed: one EKF step, human model 48 dofs (144 states) vs filterpy's ExtendedKalmanFilter
    with 144 states and no dynamics (dim_z = 48), same process, alternating runs, one BLAS
    thread for both (device/estimate/blas.py, whatever OPENBLAS_NUM_THREADS says).
-4. real IMU: BROAD trial 02 (myon aktos-t, OptiTrack reference), orientation error of our
-   quaternion EKF vs imufusion and vqf (offlineVQF, acausal: its own docstring says future samples feed each
-   estimate; and the causal VQF).
+   With numba installed (the `fast` extra, part of `test` and `pi`) the dynamics terms and
+   the IMU Jacobian run compiled; MOTIONSTAFF_NUMBA=0 times the numpy-only path.
+4. real IMU: BROAD trial 02 (myon aktos-t, OptiTrack reference), inclination error of our
+   quaternion EKF (causal) and of its RTS smoother (offline) beside imufusion (causal) and
+   vqf (VQF causal, offlineVQF acausal: its own docstring says future samples feed each
+   estimate), like for like; noise parameters from the trial's own still seconds, with a
+   0.5x / 2x sensitivity table, the heading-inclusive error, and gravity at rest on the two
+   x-io recordings (accelerometer withheld) as a held-out check.
 """
 
 import os
