@@ -314,10 +314,23 @@ def speed(out, reps=200):
             f.update(z, lambda x: H, lambda x: H @ x)
         return (time.perf_counter() - t0) / reps
 
+    def numpy_only(obs, kind):
+        """ours() with the compiled kernels switched off (the path without numba)."""
+        old = os.environ.get("MOTIONSTAFF_NUMBA")
+        os.environ["MOTIONSTAFF_NUMBA"] = "0"
+        try:
+            return ours(obs, kind)
+        finally:
+            if old is None:
+                del os.environ["MOTIONSTAFF_NUMBA"]
+            else:
+                os.environ["MOTIONSTAFF_NUMBA"] = old
+
     res = {}
     for _ in range(2):               # alternate, keep the best of two
         for key, fn in (("ekf48", lambda: ours(obs48, "ekf")), ("ekfall", lambda: ours(obs_all, "ekf")),
                         ("euler48", lambda: ours(obs48, "ekf-euler")), ("fp48", lambda: (filterpy(48), 48)),
+                        ("np48", lambda: numpy_only(obs48, "ekf")),
                         ("full48", lambda: ours(obs48, "ekf", stages="full"))):
             dt, nz = fn()
             res[key] = (min(dt, res.get(key, (1e9, 0))[0]), nz)
@@ -332,14 +345,16 @@ def speed(out, reps=200):
     out.append("| filter | states | measurement rows | ms / step | steps / s |")
     out.append("|---|---|---|---|---|")
     for key, name in (("fp48", "filterpy ExtendedKalmanFilter, no dynamics (anchor)"),
-                      ("ekf48", "torque-state EKF, RK4 (8 IMUs)"), ("euler48", "torque-state EKF, Euler (8 IMUs)"),
+                      ("ekf48", "torque-state EKF, RK4 (8 IMUs)"),
+                      ("np48", "torque-state EKF, RK4 (8 IMUs), numpy only (without numba)"),
+                      ("euler48", "torque-state EKF, Euler (8 IMUs)"),
                       ("full48", "torque-state EKF, RK4, stages='full' (8 IMUs)"),
                       ("fpall", "filterpy ExtendedKalmanFilter, no dynamics (anchor)"),
                       ("ekfall", "torque-state EKF, RK4 (16 IMUs + 46 markers)")):
         dt, nz = res[key]
         out.append("| %s | 144 | %d | %.2f | %.0f |" % (name, nz, dt * 1e3, 1.0 / dt))
     out.append("")
-    print("\n".join(out[-10:]), flush=True)
+    print("\n".join(out[-11:]), flush=True)
 
 
 def imu_real(out):
