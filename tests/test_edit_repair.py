@@ -205,3 +205,195 @@ def test_bad_arguments_name_the_problem():
         smooth(st, "butter", cutoff_hz=15.0)
     with pytest.raises(FormatError, match="method"):
         fill(st, "magic")
+
+
+# ---- despike:robust + fill:rotation (docs/editing.md "The repair chain") -------------------
+
+ALL_CLIPS = ["05_20-daz.bvh", "05_20-mb.bvh", "131_01.bvh", "131_03.bvh",
+             "dataset-1_dance-short_normal_001.bvh", "dataset-1_kick_normal_001.bvh",
+             "dataset-1_run_normal_001.bvh", "dataset-1_walk_normal_001.bvh",
+             "dataset-2_run_normal_001.bvh"]
+# the repair goal (issue #6): repaired / quantisation RMS <= 2, the mean of the benchmark's seeds
+# 6, 7, 8 (benchmarks/editing.py --repair): every clip with skeleton ranges, and the clips of
+# fitted ranges where it is met (the others are listed in docs/editing.md with the reason)
+GOAL = [(c, "skeleton") for c in ALL_CLIPS] + [("05_20-daz.bvh", "fit"),
+                                              ("dataset-1_dance-short_normal_001.bvh", "fit")]
+
+
+def repair_ratio(clean, seed):
+    q = clean.quantised()
+    rows = rotation_rows(clean)
+    bad, _ = corrupt(q, seed)
+    out = fill(despike(bad, "robust"), "rotation")
+    assert not np.isnan(out.values).any()
+    return rms(out.values, clean.values, rows) / rms(q.values, clean.values, rows)
+
+
+@pytest.mark.parametrize("name,ranges", GOAL)
+def test_robust_repair_meets_the_goal(name, ranges, shared_data):
+    clean = read_bvh(str(shared_data / "bvh" / name), ranges=ranges)
+    ratios = [repair_ratio(clean, seed) for seed in (6, 7, 8)]
+    print("%s %s: %s" % (name, ranges, " ".join("%.2fx" % r for r in ratios)))
+    assert np.mean(ratios) <= 2.0
+
+
+# the clean clip through despike:robust, as a multiple of its quantisation RMS (measured + ~5%):
+# the source's own one-frame glitches (05_20-mb LeftFoot, 3.03x), a 68-frame clip's toes (1.99x),
+# a 24-frame clip's ends (1.14x); all others <= 1.31x
+CLEAN_BOUND = {"fit": {"05_20-mb.bvh": 3.2, "dataset-2_run_normal_001.bvh": 2.1},
+               "skeleton": {"dataset-1_run_normal_001.bvh": 1.2}}
+
+
+@pytest.mark.parametrize("ranges", ["fit", "skeleton"])
+@pytest.mark.parametrize("name", ALL_CLIPS)
+def test_robust_leaves_clean_clip_alone(name, ranges, shared_data):
+    clean = read_bvh(str(shared_data / "bvh" / name), ranges=ranges)
+    q = clean.quantised()
+    rows = rotation_rows(clean)
+    out, mask = despike(q, "robust", return_mask=True)
+    ratio = rms(out.values, clean.values, rows) / rms(q.values, clean.values, rows)
+    print("%s %s: %.2fx, %d pixels changed" % (name, ranges, ratio, mask.sum()))
+    assert ratio <= CLEAN_BOUND[ranges].get(name, 1.35)
+    assert mask.mean() < 0.003                              # at most 0.3% of the pixels
+    np.testing.assert_array_equal(out.values[~mask], q.values[~mask])
+
+
+def test_robust_changes_nothing_on_smooth_staff():
+    rng = np.random.default_rng(3)
+    t = np.arange(600) / 60.0
+    v = np.vstack([a * np.sin(2 * np.pi * f * t + p) for a, f, p in
+                   zip(rng.uniform(1, 90, 12), rng.uniform(0.1, 2.0, 12), rng.uniform(0, 6, 12))])
+    rows = [Row("J%d.%srotation" % (i // 3, "ZXY"[i % 3]), "deg", -100.0, 100.0, True)
+            for i in range(12)]
+    st = Staff(v, rows, fps=60.0).quantised()
+    out, mask = despike(st, "robust", return_mask=True)
+    assert not mask.any()
+    np.testing.assert_array_equal(out.values, st.values)
+
+
+def _flip_staff(bits=16):
+    """A joint turning through its middle angle's +-90 deg: the importer's Euler angles flip
+    (Z and Y jump by 180 deg) while the rotation moves smoothly."""
+    from scipy.spatial.transform import Rotation
+    from host.staff import unwrap_deg
+    t = np.arange(240) / 120.0
+    euler = np.stack([20 * np.sin(np.pi * t), 60 + 61 * t, 30 * np.cos(0.6 * np.pi * t)], axis=1)
+    std = unwrap_deg(Rotation.from_euler("ZXY", euler, degrees=True).as_euler("ZXY", degrees=True).T,
+                     [True] * 3)
+    rows = [Row("J.%srotation" % a, "deg", -400.0, 400.0, True) for a in "ZXY"]
+    return Staff(std, rows, fps=120.0, bits=bits)
+
+
+def test_fill_rotation_fills_an_euler_flip_on_the_rotation():
+    st = _flip_staff()
+    truth = st.values.copy()
+    k = int(np.flatnonzero(np.abs(np.diff(truth[0])) > 90)[0]) + 1        # first frame after it
+    v = truth.copy()
+    v[:, [k, 50]] = np.nan
+    holey = Staff(v, st.rows, st.fps, st.bits)
+    cub = fill(holey, "cubic").values
+    rot = fill(holey, "rotation").values
+    assert np.max(np.abs(cub[:, k] - truth[:, k])) > 30.0                  # across the flip
+    np.testing.assert_allclose(rot[:, k], truth[:, k], atol=0.01)
+    np.testing.assert_allclose(rot[:, 50], truth[:, 50], atol=0.01)        # smooth part as cubic
+    np.testing.assert_array_equal(rot[~np.isnan(v)], v[~np.isnan(v)])     # known pixels kept
+
+
+def test_robust_keeps_an_euler_flip_and_finds_a_spike_on_it():
+    st = _flip_staff()
+    truth = st.values.copy()
+    k = int(np.flatnonzero(np.abs(np.diff(truth[0])) > 90)[0]) + 1
+    out, mask = despike(st, "robust", return_mask=True)
+    assert not mask.any()                                   # the flip is motion, kept exactly
+    v = truth.copy()
+    v[2, k] += 120.0                                        # a glitch on the flip frame
+    v[0, 100] -= 40.0
+    out, mask = despike(Staff(v, st.rows, st.fps, st.bits), "robust", return_mask=True)
+    assert mask[2, k] and mask[0, 100] and mask.sum() == 2
+    np.testing.assert_allclose(out.values[[2, 0], [k, 100]], truth[[2, 0], [k, 100]], atol=0.05)
+
+
+@pytest.mark.parametrize("op", ["robust", "rotation"])
+def test_still_joint_stays_still_robust(clip, op):
+    name, clean, q = clip
+    v = q.values.copy()
+    r = rotation_rows(clean)[3]
+    v[r] = q.values[r, 0]
+    st = Staff(v, q.rows, q.fps, q.bits, q.skeleton)
+    bad, sp = corrupt(st, seed=9)
+    bad.values[r] = np.where(np.isnan(bad.values[r]), np.nan, q.values[r, 0])
+    still = Staff(bad.values, q.rows, q.fps, q.bits, q.skeleton)
+    out = despike(still, "robust") if op == "robust" else fill(despike(still, "robust"), "rotation")
+    row = out.values[r]
+    ok = ~np.isnan(row)
+    np.testing.assert_allclose(row[ok], q.values[r, 0], atol=1e-9)
+
+
+def test_robust_and_rotation_through_the_edit_grammar():
+    from host.edit import apply_ops
+    st = _flip_staff(bits=8)
+    v = st.values.copy()
+    v[1, 30] = v[1, 30] + 150.0
+    v[:, 90] = np.nan
+    out, notes = apply_ops(Staff(v, st.rows, st.fps, st.bits),
+                           ["despike:robust,threshold=6", "fill:rotation"])
+    assert not np.isnan(out.values).any() and notes == []
+    assert abs(out.values[1, 30] - st.values[1, 30]) < 2.0
+
+
+from hypothesis import given, settings, strategies as hst  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=hst.integers(0, 10 ** 6), nspikes=hst.integers(0, 6), holes=hst.booleans())
+def test_robust_finds_isolated_spikes_property(seed, nspikes, holes):
+    """Smooth rows (quantised), spikes of 25-90% of the range on isolated pixels at least 5
+    frames apart, with or without single missing pixels of a row's own: every spike is found,
+    nothing else changes, the repair is within 3 steps and the missing pixels stay missing."""
+    rng = np.random.default_rng(seed)
+    F = 300
+    t = np.arange(F) / 60.0
+    v = np.vstack([a * np.sin(2 * np.pi * f * t + p) for a, f, p in
+                   zip(rng.uniform(5, 80, 3), rng.uniform(0.1, 1.0, 3), rng.uniform(0, 6, 3))])
+    rows = [Row("r%d" % i, "deg", -100.0, 100.0, True) for i in range(3)]
+    q = Staff(v, rows, fps=60.0).quantised()
+    bad = q.values.copy()
+    slots = rng.choice(np.arange(3, F - 3, 6), size=nspikes, replace=False)
+    rr = rng.integers(0, 3, nspikes)
+    for r, f in zip(rr, slots):
+        d = rng.uniform(50.0, 180.0) * rng.choice([-1, 1])
+        up = np.clip(bad[r, f] + d, -100, 100)
+        bad[r, f] = up if abs(up - bad[r, f]) > 50 else bad[r, f] - d
+    truth_mask = bad != q.values
+    if holes:                                   # missing pixels of one row, never next to a spike
+        free = (np.arange(F)[None, :] % 6 == 0) & ~truth_mask
+        free[:, :3] = free[:, -3:] = False
+        bad[free & (rng.random(bad.shape) < 0.3)] = np.nan
+    out, mask = despike(Staff(bad, rows, fps=60.0), "robust", return_mask=True)
+    np.testing.assert_array_equal(mask, truth_mask)
+    assert np.array_equal(np.isnan(out.values), np.isnan(bad))
+    assert np.nanmax(np.abs(out.values - q.values)) <= 3 * 200.0 / 255
+
+
+def test_joint_rotation_helpers_match_scipy_and_group_the_rows(shared_data):
+    from scipy.spatial.transform import Rotation
+    from host.edit._rotation import euler_groups, quat_from_euler
+    rng = np.random.default_rng(4)
+    ang = rng.uniform(-3.0, 3.0, (50, 3))
+    for seq in ("ZXY", "ZYX", "XYZ", "YZX"):
+        q = quat_from_euler(seq, ang)
+        ref = Rotation.from_euler(seq, ang).as_quat()
+        np.testing.assert_allclose(np.abs(np.sum(q * ref, axis=1)), 1.0, atol=1e-12)
+    st = read_bvh(str(shared_data / "bvh" / "131_03.bvh"))
+    groups = euler_groups(st)
+    thumb = [g for g in groups if st.names[g.rows[0]].startswith("RThumb.")][0]
+    assert [st.names[i] for i in thumb.rows] == ["RThumb.Zrotation", "RThumb.Xrotation",
+                                                  "RThumb.Yrotation"] and thumb.seq == "ZXY"
+    assert all(st.rows[i].unit == "deg" for g in groups for i in g.rows)
+    # the built-in body: its shoulders, hips, spine... are intrinsic triples of basis axes
+    from device.body.human import human_model
+    sk = human_model()
+    body = Staff(np.zeros((sk.ndof, 3)), [Row(d.name, d.unit, d.lo, d.hi, d.kind == "rotation")
+                                          for d in sk.dofs], fps=30.0, skeleton=sk)
+    names = [[body.names[i] for i in g.rows] for g in euler_groups(body)]
+    assert ["l_shoulder_flex", "l_shoulder_abd", "l_shoulder_rot"] in names

@@ -1,6 +1,7 @@
 """`motionstaff edit SRC DST OPERATION...`: edit a staff like an image, operations in order.
 
     motionstaff edit walk.png clean.png despike fill:cubic smooth:butter,cutoff=6
+    motionstaff edit mocap.bvh fixed.png despike:robust fill:rotation       # spikes and gaps
     motionstaff edit walk.bvh part.png cut:1.0-4.5 mirror retime:fps=60
     motionstaff edit long.png parts.png segment:still      # writes parts_01.png, parts_02.png ...
 
@@ -19,7 +20,7 @@ def add_arguments(p):
     p.add_argument("src", help="motion file to edit (.png .bvh .csv ...)")
     p.add_argument("dst", help="file to write (format by extension)")
     p.add_argument("operations", nargs="+", metavar="OPERATION",
-                   help="NAME[:ARG,KEY=VALUE...], e.g. despike:hampel,window=7 fill:cubic "
+                   help="NAME[:ARG,KEY=VALUE...], e.g. despike:robust fill:rotation "
                         "smooth:butter,cutoff=6 cut:1.0-4.5 mirror retime:fps=60 (docs/editing.md)")
 
 

@@ -130,3 +130,4 @@ def isolated(x, valid, thr, side=0.25, test=None, pred=None):
     top[:, 1:] &= dev[:, 1:] >= dev[:, :-1]
     top[:, :-1] &= dev[:, :-1] >= dev[:, 1:]
     return out & top
+

@@ -1,11 +1,12 @@
 """Despike: find protruding pixels (tracking glitches) and replace them.
 
     from host.edit.despike import despike
-    clean = despike(staff)                                  # Hampel + protrusion test
+    clean = despike(staff)                                  # robust: leave-one-out, joint rotations
+    clean = despike(staff, "hampel")                        # Hampel + protrusion test
     clean = despike(staff, method="median", window=5)       # classic median filter of the image
     clean, mask = despike(staff, return_mask=True)          # which pixels were replaced
 
-"hampel" (default), two stages, whole image at once:
+"hampel", two stages, whole image at once:
 1. candidates: the Hampel identifier - |v - running median| > threshold * 1.4826 * MAD over
    `window` frames, and more than `min_steps` quantisation steps (so the 8-bit staircase is
    never a spike);
@@ -27,6 +28,14 @@ Missing values stay missing (fill them with host.edit.fill).
    are tested again with each other left out; at most `max_run` consecutive pixels are ever
    replaced; a frame where more than 8% of rows (and more than 3) jump at once is a whole-body event (a T-pose
    first frame), not a glitch. Spikes are replaced by the local cubic of the good pixels.
+"robust" (default; host.edit.robust, the repair chain's despike, with fill "rotation"): every pixel is
+   predicted without its own value from both sides (the cubic of the nearest good pixels, gaps
+   and other suspects left out) and, for a joint's three Euler rows, from the joint's rotation
+   across the frame with the frame's other two rows (intact: spikes are independent per
+   pixel) - so Euler flips and gimbal lock are no spikes. Threshold: `threshold` (6) x the local
+   residual scale (running median over 15 frames, at least the row's tail) + `min_steps`
+   quantisation steps of the row; the worst pixel of a neighbourhood is flagged first, the
+   rest predicted again without it (iterated). A still row has residual 0: nothing changes.
 """
 
 import warnings
@@ -37,7 +46,7 @@ from scipy import ndimage
 from host.edit._base import derive, fill_nan_linear, row_steps
 from protocol.errors import FormatError
 
-METHODS = ("hampel", "median", "isolated")
+METHODS = ("hampel", "median", "isolated", "robust")
 
 
 def _running_median(v, window):
@@ -149,7 +158,7 @@ def isolated_spikes(v, steps, threshold=16.0, min_steps=2.0, max_run=2, side=0.4
     return flag
 
 
-def despike(staff, method="hampel", window=7, threshold=None, protrude=3.0, min_steps=2.0,
+def despike(staff, method="robust", window=7, threshold=None, protrude=3.0, min_steps=2.0,
             max_run=2, return_mask=False):
     """A despiked copy of `staff` (and the (rows, frames) bool mask of replaced pixels)."""
     if method not in METHODS:
@@ -158,11 +167,19 @@ def despike(staff, method="hampel", window=7, threshold=None, protrude=3.0, min_
     if window < 3 or window % 2 == 0:
         raise FormatError("despike: window must be an odd number of frames >= 3, not %r" % window)
     if threshold is None:
-        threshold = 16.0 if method == "isolated" else 2.0
+        threshold = {"isolated": 16.0, "robust": 6.0}.get(method, 2.0)
     if not (threshold > 0 and protrude > 0 and min_steps >= 0):
         raise FormatError("despike: threshold and protrude must be > 0, min_steps >= 0")
     v = staff.values
     miss = np.isnan(v)
+    if method == "robust":
+        from host.edit._rotation import euler_groups
+        from host.edit.robust import robust_spikes
+        mask, out = robust_spikes(v, row_steps(staff), euler_groups(staff),
+                                  threshold=threshold, min_steps=min_steps, max_run=int(max_run))
+        out[miss] = np.nan
+        res = derive(staff, out)
+        return (res, mask) if return_mask else res
     if method == "isolated":
         mask = isolated_spikes(v, row_steps(staff), threshold=threshold,
                                min_steps=min_steps, max_run=int(max_run))

@@ -1,11 +1,13 @@
 """Fill: interpolate missing values and gaps, before any filter (as mocap tools do).
 
     from host.edit.fill import fill
-    full = fill(staff)                               # local cubic through 4 good neighbours
+    full = fill(staff)                               # "rotation": cubic, joints as rotations
+    full = fill(staff, method="cubic")               # local cubic through 4 good neighbours
     full = fill(staff, method="spline")              # one cubic spline through the whole row
     full = fill(staff, method="linear")
     full = fill(staff, method="pchip")               # monotone cubic, never overshoots
     full = fill(staff, method="skeleton")            # from the neighbouring joints (see below)
+    full = fill(staff, method="rotation")            # a joint's Euler rows as one rotation
     part = fill(staff, max_gap_s=0.5)                # longer gaps stay missing
 
 "cubic": each missing pixel gets the cubic through the two nearest good pixels either side
@@ -14,7 +16,12 @@ start or end hold the nearest good value. "skeleton": each row with gaps is
 regressed (least squares) on the rows of the dofs of its own link, its parent link and its
 child links over the frames where it is known; the prediction fills the gap, corrected by the
 residual interpolated linearly across it so the fill meets the known values at both ends.
-Rows without a skeleton (or without neighbours) fall back to cubic.
+Rows without a skeleton (or without neighbours) fall back to cubic. "rotation" (default; host.edit.
+_rotation.fill_rotation): the cubic, except on a joint's three Euler rows (a link's three
+basis-axis rotation dofs, or BVH `Joint.Zrotation`...) where the joint's rotation interpolated
+across the gap (quaternion cubic, signs continuous) turned back into Euler angles (the source's
+representation, unwrapped nearest the previous frame) predicts the frames beside the gap better
+than the rows' cubics do: through an Euler flip or gimbal lock. A still joint stays still.
 """
 
 import numpy as np
@@ -23,7 +30,7 @@ from scipy import interpolate
 from host.edit._base import as_skeleton, derive
 from protocol.errors import FormatError
 
-METHODS = ("linear", "cubic", "spline", "pchip", "skeleton")
+METHODS = ("linear", "cubic", "spline", "pchip", "skeleton", "rotation")
 
 
 def _gap_runs(miss_row):
@@ -108,13 +115,13 @@ def _neighbour_rows(staff, sk):
     return out
 
 
-def fill(staff, method="cubic", max_gap_s=None):
+def fill(staff, method="rotation", max_gap_s=None):
     """A copy of `staff` with missing values interpolated (gaps longer than max_gap_s kept)."""
     if method not in METHODS:
         raise FormatError("fill: method must be one of %s, not %r" % ("/".join(METHODS), method))
     v = staff.values
     miss = np.isnan(v)
-    base = method if method != "skeleton" else "cubic"
+    base = method if method not in ("skeleton", "rotation") else "cubic"
     if base == "cubic":
         out = local_cubic(v)
     else:
@@ -136,6 +143,11 @@ def fill(staff, method="cubic", max_gap_s=None):
                 pred = X @ beta
                 resid = np.where(ok, v[r] - pred, np.nan)
                 out[r] = np.where(ok, v[r], pred + _fill_row(resid, "linear"))
+    if method == "rotation":
+        from host.edit._rotation import euler_groups, fill_rotation
+        groups = euler_groups(staff)
+        if groups:
+            out = fill_rotation(v, groups, out)
     if max_gap_s is not None:
         longest = int(round(float(max_gap_s) * staff.fps))
         for r in np.flatnonzero(miss.any(axis=1)):

@@ -95,7 +95,7 @@ def _read(path):
 
 def _despike(st, op):
     _take(op, ("method", "window", "threshold", "min_steps", "protrude", "max_run"))
-    kw = {"method": op.kw.get("method", op.args[0] if op.args else "hampel")}
+    kw = {"method": op.kw.get("method", op.args[0] if op.args else "robust")}
     for k in ("window", "threshold", "min_steps", "protrude", "max_run"):
         if k in op.kw:
             kw[k] = _num(op, op.kw[k], k)
@@ -108,7 +108,7 @@ def _despike(st, op):
 def _fill(st, op):
     _take(op, ("method", "max_gap"))
     mg = _num(op, op.kw["max_gap"], "max_gap") if "max_gap" in op.kw else None
-    return fill(st, op.kw.get("method", op.args[0] if op.args else "cubic"), max_gap_s=mg), []
+    return fill(st, op.kw.get("method", op.args[0] if op.args else "rotation"), max_gap_s=mg), []
 
 
 def _smooth(st, op):
