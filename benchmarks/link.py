@@ -77,11 +77,12 @@ def rates_table():
                 print("  %-10s %8d %5d %8d %9.0f %9d %9.0f  %s" % ("pca9685", baud, n, b, f, sb + n, fs, note))
                 continue
             note_n = ""
+            if name == "maestro" and n > 24:
+                # two 24-channel boards on one line: Pololu protocol, device numbers 12 and 13
+                drv = maestro.Maestro(_Null(), boards=[12, 13])
             b = drv.frame_bytes(n) if name != "ssc32" else len(drv.encode_positions([(i, 1500) for i in range(n)]))
             sb, note = _sdk(name, n)
             if name == "maestro" and n > 24:
-                # two 24-channel boards on one line: Pololu protocol, device numbers 12 and 13
-                b = sum(len(maestro.set_multiple_targets(0, [6000] * 24, device=12 + k)) for k in range(n // 24))
                 sb = 6 * n
                 note_n = " (2 boards, Pololu protocol)"
             if name == "lx16a":

@@ -29,6 +29,7 @@ SCRIPTS = [
     ("estimation", [], ["--seconds", "3"], 2400, 900),
     ("capture", [], ["--quick"], 1200, 400),
     ("editing", [], ["--minutes", "10", "--repeat", "1"], 600, 200),
+    ("editing", ["--repair"], ["--repair"], 600, 300),
     ("gestures", [], [], 900, 400),
     ("micropython", [], [], 900, 400),
     ("kinematics", [], ["600"], 600, 200),
@@ -44,7 +45,8 @@ GOALS = [
     ("4 estimator", "RMS <= 2 deg on the real clips; EKF >= 20% below constant velocity on fast clips; EKF step vs "
      "filterpy; fixed point >= 300 steps/s; real IMU vs imufusion and vqf", "estimation, micropython"),
     ("5 capture unit", "30 Hz whole body with >= 50% spare; 100 Hz with 18 dofs; held-out RMS <= 2 deg", "capture"),
-    ("6 host tools", "despike + fill + smooth of 1 h of 48 rows < 2 s vs plain scipy", "editing"),
+    ("6 host tools", "despike + fill + smooth of 1 h of 48 rows < 2 s vs plain scipy; repair of spikes (1% of "
+     "pixels) and gaps (5% of frames) within 2x the clean 8-bit quantisation error", "editing"),
     ("7 MicroPython", "fixed-point EKF and receiver chain, CPython vs MicroPython (wasm), >= 30 fps for 18 servos",
      "micropython"),
     ("8 main job", "demo RMS <= 2 deg, latency p99 < 10 ms, 0 corrupted frames under faults; robustness",
