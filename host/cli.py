@@ -33,6 +33,7 @@ COMMANDS = {
     "export": "host.commands.export",
     "gestures": "host.commands.gestures",
     "stream": "host.commands.stream",
+    "orient": "host.commands.orient",
     "deploy": "host.commands.deploy",
 }
 

@@ -132,8 +132,11 @@ class ArrayReplay:
 
 def xio_csv(path, name="imu", rate_hz=100.0):
     """x-io CSV (Fusion / Gait-Tracking): Time (s), Gyroscope deg/s x3, Accelerometer g x3, ..."""
+    import warnings
     try:
-        data = np.genfromtxt(path, delimiter=",", skip_header=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")            # an empty file: the shape check says so
+            data = np.genfromtxt(path, delimiter=",", skip_header=1)
     except ValueError as e:
         raise FormatError("%s: not an x-io CSV (%s)" % (path, e))
     if data.ndim != 2 or data.shape[1] < 7:
@@ -144,7 +147,15 @@ def xio_csv(path, name="imu", rate_hz=100.0):
 def broad_mat(path, name="imu", rate_hz=None):
     """A BROAD benchmark trial (imu_gyr rad/s, imu_acc m/s^2, opt_quat reference); .reference."""
     import scipy.io
-    m = scipy.io.loadmat(path)
+    try:
+        m = scipy.io.loadmat(path)
+    except OSError:
+        raise
+    except Exception as e:                 # scipy's MatReadError, ValueError, ... on a bad file
+        raise FormatError("%s: not a MATLAB file (%s)" % (path, e))
+    missing = [k for k in ("sampling_rate", "imu_gyr", "imu_acc", "opt_quat") if k not in m]
+    if missing:
+        raise FormatError("%s: not a BROAD trial (no %s)" % (path, ", ".join(missing)))
     fs = float(np.ravel(m["sampling_rate"])[0])
     n = m["imu_gyr"].shape[0]
     src = ArrayReplay(name, np.arange(n) / fs, m["imu_gyr"], m["imu_acc"], rate_hz or fs, path)

@@ -163,13 +163,18 @@ def despike(staff, method="robust", window=7, threshold=None, protrude=3.0, min_
     """A despiked copy of `staff` (and the (rows, frames) bool mask of replaced pixels)."""
     if method not in METHODS:
         raise FormatError("despike: method must be one of %s, not %r" % ("/".join(METHODS), method))
-    window = int(window)
-    if window < 3 or window % 2 == 0:
+    if not (np.isfinite(window) and window == int(window) and window >= 3 and int(window) % 2 == 1):
         raise FormatError("despike: window must be an odd number of frames >= 3, not %r" % window)
+    window = int(window)
     if threshold is None:
         threshold = {"isolated": 16.0, "robust": 6.0}.get(method, 2.0)
-    if not (threshold > 0 and protrude > 0 and min_steps >= 0):
-        raise FormatError("despike: threshold and protrude must be > 0, min_steps >= 0")
+    for name, val, lo in (("threshold", threshold, 0), ("protrude", protrude, 0)):
+        if not (np.isfinite(val) and val > lo):
+            raise FormatError("despike: %s must be a finite number > 0, not %r" % (name, val))
+    if not (np.isfinite(min_steps) and min_steps >= 0):
+        raise FormatError("despike: min_steps must be a finite number >= 0, not %r" % min_steps)
+    if not (np.isfinite(max_run) and max_run >= 1 and max_run == int(max_run)):
+        raise FormatError("despike: max_run must be a whole number of frames >= 1, not %r" % max_run)
     v = staff.values
     miss = np.isnan(v)
     if method == "robust":

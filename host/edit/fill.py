@@ -119,6 +119,8 @@ def fill(staff, method="rotation", max_gap_s=None):
     """A copy of `staff` with missing values interpolated (gaps longer than max_gap_s kept)."""
     if method not in METHODS:
         raise FormatError("fill: method must be one of %s, not %r" % ("/".join(METHODS), method))
+    if max_gap_s is not None and not (np.isfinite(max_gap_s) and max_gap_s >= 0):
+        raise FormatError("fill: max_gap must be a finite number of seconds >= 0, not %r" % max_gap_s)
     v = staff.values
     miss = np.isnan(v)
     base = method if method not in ("skeleton", "rotation") else "cubic"

@@ -99,9 +99,6 @@ def _despike(st, op):
     for k in ("window", "threshold", "min_steps", "protrude", "max_run"):
         if k in op.kw:
             kw[k] = _num(op, op.kw[k], k)
-    for k in ("window", "max_run"):
-        if k in kw:
-            kw[k] = int(kw[k])
     return despike(st, **kw), []
 
 
