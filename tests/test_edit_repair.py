@@ -397,3 +397,31 @@ def test_joint_rotation_helpers_match_scipy_and_group_the_rows(shared_data):
                                           for d in sk.dofs], fps=30.0, skeleton=sk)
     names = [[body.names[i] for i in g.rows] for g in euler_groups(body)]
     assert ["l_shoulder_flex", "l_shoulder_abd", "l_shoulder_rot"] in names
+
+
+def test_bad_numbers_in_despike_and_fill_options_exit_2_with_one_line(tmp_path, capsys):
+    """QA: non-finite / negative / fractional options used to pass silently (threshold=inf,
+    max_run=-1, max_gap=-1), were ignored by the method (despike:robust,window=9) or ended in a
+    message naming nothing (max_gap=nan, window=nan)."""
+    from host.cli import main
+    from host.stafffile import write_staff
+    from protocol.errors import FormatError
+    rng = np.random.default_rng(3)
+    st = Staff(np.cumsum(rng.normal(0, 1, (2, 40)), axis=1), [Row("a", "deg", -90, 90, True),
+                                                             Row("b", "deg", -90, 90, True)], fps=30.0)
+    src = tmp_path / "s.png"
+    write_staff(str(src), st)
+    for op, what in (("despike:robust,threshold=inf", "threshold"), ("despike:robust,threshold=-1", "threshold"),
+                     ("despike:hampel,window=nan", "window"), ("despike:hampel,window=4.5", "window"),
+                     ("despike:robust,window=9", "takes no window"), ("despike:isolated,protrude=2", "protrude"),
+                     ("despike:median,threshold=3", "takes no threshold"),
+                     ("despike:robust,max_run=-1", "max_run"), ("despike:hampel,max_run=1.5", "max_run"),
+                     ("fill:rotation,max_gap=-1", "max_gap"), ("fill:rotation,max_gap=nan", "max_gap"),
+                     ("fill:rotation,max_gap=inf", "max_gap")):
+        assert main(["edit", str(src), str(tmp_path / "o.png"), op]) == 2, op
+        err = capsys.readouterr().err
+        assert err.startswith("motionstaff: ") and what in err and err.count("\n") == 1, (op, err)
+    with pytest.raises(FormatError, match="max_gap"):
+        fill(st, max_gap_s=float("nan"))
+    assert main(["edit", str(src), str(tmp_path / "o.png"), "despike:robust,threshold=5,max_run=3",
+                 "fill:rotation,max_gap=0.5"]) == 0

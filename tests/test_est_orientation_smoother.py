@@ -170,3 +170,23 @@ def test_broad_trial_smoother_against_optical_reference(shared_data):
     assert e_s < 0.32
     # the lever arm found (centre of rotation -> sensor) is a few centimetres, not metres
     assert np.linalg.norm(sm.lever_arm_m[0]) < 0.1
+
+
+def test_dt_of_the_wrong_shape_or_type_is_a_clear_error():
+    """QA: a dt_s array of the wrong length gave numpy's broadcast error, a string numpy's
+    conversion error; an infinite accelerometer row warned of an overflow (it is skipped)."""
+    import warnings
+    gyro, acc, _ = _simulate(seed=2, seconds=2.0)
+    n = len(gyro)
+    with pytest.raises(FormatError, match=r"dt_s.*one per sample \(%d\)" % n):
+        smooth_orientation(gyro, acc, np.full(n - 1, DT))
+    with pytest.raises(FormatError, match="dt_s"):
+        smooth_orientation(gyro, acc, np.full((n, 1), DT))
+    with pytest.raises(FormatError, match="dt_s must be a number"):
+        smooth_orientation(gyro, acc, "x")
+    a = acc.copy()
+    a[10] = [np.inf, 0.0, 0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sm = smooth_orientation(gyro, a, np.full(n, DT), g_m_s2=G)
+    assert np.isfinite(sm.q_wxyz).all()

@@ -102,3 +102,22 @@ def test_ctrl_c_leaves_robot_in_failsafe(tmp_path):
         assert p.returncode == 130, err
         assert "interrupted" in out and "failsafe: torque_off" in out
         assert emu.wait_for(lambda e: all(v is None for v in e.positions.values()), 5.0)
+
+
+def test_play_bad_controller_options_exit_2_with_one_line(tmp_path, capsys):
+    """QA: a robot file's controller_options with boards out of range, not a list, channels 0,
+    an unknown option, or not an object at all: one line, exit 2, no traceback."""
+    base = json.loads((REPO / "device" / "servo" / "robots" / "khr17-maestro.json").read_text())
+    if not CLIP.exists():
+        pytest.skip("CMU clip not found at ../shared/data/bvh/131_01.bvh")
+    clip = CLIP
+    for opts, what in (({"boards": [200]}, "maestro boards"), ({"boards": 12}, "maestro boards"),
+                       ({"boards": ["x"]}, "maestro boards"), ({"boards": [12], "channels": 0}, "channels"),
+                       ({"bards": [12]}, "unknown controller option 'bards'"),
+                       ([12], "'controller_options' must be an object")):
+        d = dict(base, controller_options=opts)
+        f = tmp_path / "r.json"
+        f.write_text(json.dumps(d))
+        assert main(["play", str(clip), "--port", "loop://", "--robot", str(f), "--no-progress", "--to", "0.05"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("motionstaff: ") and what in err and err.count("\n") == 1, (opts, err)

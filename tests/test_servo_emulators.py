@@ -251,3 +251,20 @@ def test_maestro_command_byte_aborts_a_partial_packet():
     emu.feed(bytes.fromhex("9F 02 00 20"))
     emu.feed(bytes.fromhex("1F 70 2E"))                                    # split across reads
     assert emu.positions[0] == 4000 and emu.positions[1] == 6000
+
+
+def test_maestro_bad_board_options_are_clear_errors():
+    """QA: boards=12 (not a list) raised TypeError, boards=["x"] int()'s message, channels=0 a
+    ZeroDivisionError, an unknown controller option a TypeError: all tracebacks in `play`."""
+    from device.servo.drivers import open_driver
+    for bad in (12, ["x"], [], [200], [True], [12.5]):
+        with pytest.raises(ValueError, match="maestro boards"):
+            ma.Maestro(None, boards=bad)
+    for bad in (0, -1, 2.5, None):
+        with pytest.raises(ValueError, match="maestro channels"):
+            ma.Maestro(None, boards=[12], channels=bad)
+    with pytest.raises(ValueError, match="unknown controller option 'bards'.*boards"):
+        open_driver("maestro", "loop://", bards=[12])
+    assert open_driver("maestro", "loop://", boards=[12, 13]).boards == [12, 13]
+    assert ma.Maestro(None, boards=(12, 13), channels=12).encode_positions([(12, 6000)]) == \
+        ma.set_target(0, 6000, device=13)

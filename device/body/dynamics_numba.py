@@ -12,7 +12,7 @@ outward, reverse order inward) instead of ~120 small numpy operations:
   b    bias forces C(q, qd) qd + g (RNEA with qdd = 0)                             = bias()
   Kg   gravity stiffness dg/dq                                                     = gravity_stiffness()
 The numpy path stays the reference and the fallback (no numba, or MOTIONSTAFF_NUMBA=0);
-tests/test_dyn_numba.py checks the two agree to round-off. Same equations as the numpy code:
+tests/test_ekf_fast_paths.py checks the two agree to round-off. Same equations as the numpy code:
   world frame of dof j   R_j = R_par Rloc(q_j), p_j = p_par + R_par (t0_j [+ a_j q_j])
   S_j = [a_j; o_j x a_j] (rotation) or [0; a_j] (translation), a_j = R_par a_loc, o_j = p_par + R_par t0_j
   inertia at the origin  h = m c, J_O = R I_c R' + m (|c|^2 I - c c'), c = p + R com

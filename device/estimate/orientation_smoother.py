@@ -52,11 +52,19 @@ def _check(gyro_rad_s, acc_m_s2, dt_s):
     if len(bad):
         raise FormatError("smooth_orientation: %d gyro samples are not finite (first at sample %d); "
                           "fill or cut them before smoothing" % (len(bad), bad[0]))
-    first = np.flatnonzero(np.all(np.isfinite(a), axis=1) & (np.linalg.norm(np.nan_to_num(a), axis=1) > 1e-3))
+    fin = np.all(np.isfinite(a), axis=1)
+    first = np.flatnonzero(fin & (np.linalg.norm(np.where(fin[:, None], a, 0.0), axis=1) > 1e-3))
     if len(first) == 0 or first[0] != 0:
         raise FormatError("smooth_orientation: the first accelerometer sample must be finite and non-zero "
                           "(it sets the initial inclination)")
-    dt = np.broadcast_to(np.asarray(dt_s, float), (len(g),)).copy()
+    try:
+        dt = np.asarray(dt_s, float)
+    except (TypeError, ValueError):
+        raise FormatError("smooth_orientation: dt_s must be a number of seconds, not %r" % (dt_s,)) from None
+    if dt.ndim > 1 or (dt.ndim == 1 and len(dt) != len(g)):
+        raise FormatError("smooth_orientation: dt_s must be a scalar or one per sample (%d), got shape %s"
+                          % (len(g), dt.shape))
+    dt = np.broadcast_to(dt, (len(g),)).copy()
     if not np.all(np.isfinite(dt) & (dt > 0)):
         raise FormatError("smooth_orientation: dt_s must be > 0 and finite (a scalar or one per sample)")
     return g, a, dt

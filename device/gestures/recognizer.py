@@ -129,6 +129,28 @@ class Recognizer:
                     best = (h[0] / sp.threshold, h, sp.threshold)
             if best is not None:
                 hits.append((best[0], g, best[1], sps, best[2]))
+        return self._decide(hits, t_s)
+
+    def finish(self):
+        """At the end of a recording: the matches still waiting for their decision frame (a
+        gesture that ends on the last frame), decided on that frame. run() does not call it
+        (the benchmark protocol streams clips as if live); `motionstaff gestures run FILE` does."""
+        if self.frame < 0:
+            return []
+        hits = []
+        for g, sps in zip(self.gestures, self._springs):
+            best = None
+            for sp in sps:
+                h = sp.flush()
+                if h is not None and (best is None or h[0] / sp.threshold < best[0]):
+                    best = (h[0] / sp.threshold, h, sp.threshold)
+            if best is not None:
+                hits.append((best[0], g, best[1], sps, best[2]))
+        t_s = self.last_t_s if self.last_t_s is not None else self.frame / self.fps
+        return self._decide(hits, t_s)
+
+    def _decide(self, hits, t_s):
+        """Of the matches decided at this frame, the more confident owns an overlapping stretch."""
         out = []
         hits.sort(key=lambda h: h[0])
         taken = []

@@ -117,6 +117,15 @@ class Spring:
             return out
         return None
 
+    def flush(self):
+        """At the end of a stream (a recording's last frame): the pending candidate, reported
+        now as step would have on the next frame ((distance, start, end, frame_now)), or None."""
+        if self.cand is None:
+            return None
+        dmin, ts, te = self.cand
+        self.cand = None
+        return (dmin, ts, te, self.t)
+
     def suppress_until(self, frame_end):
         """Forget paths starting at or before frame_end (another gesture won that stretch)."""
         dead = self.s <= frame_end

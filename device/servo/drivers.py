@@ -10,6 +10,7 @@ spy:// all work. An unknown controller name raises ValueError listing the known 
 """
 
 import importlib
+import inspect
 
 CONTROLLERS = {
     "maestro": ("device.servo.maestro", "Maestro", {}),
@@ -43,6 +44,13 @@ def open_driver(name, port, baud=None, timeout_s=0.1, **opts):
     cls = driver_class(name)
     kw = dict(CONTROLLERS[name][2])
     kw.update(opts)
+    params = inspect.signature(cls.__init__).parameters
+    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        known = [n for n in list(params)[2:]]
+        bad = sorted(set(kw) - set(known))
+        if bad:
+            raise ValueError("%s: unknown controller option %r (known: %s)"
+                             % (name, bad[0], ", ".join(known) or "none"))
     if name == "pca9685":
         from device.servo.i2c import open_i2c
         bus = open_i2c(port) if isinstance(port, str) else port

@@ -18,6 +18,7 @@ channel 6 of device 13 (the robot file's "controller_options": {"boards": [12, 1
 Maestro Control Center); torque_off sends target 0 (no pulses) to every channel.
 """
 
+import numbers
 import struct
 
 from protocol.crc import crc7_pololu
@@ -108,10 +109,18 @@ class Maestro(Driver):
 
     def __init__(self, port, device=None, crc=False, multi=True, channels=24, boards=None):
         Driver.__init__(self, port)
+        def whole(x):
+            return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+        if not whole(channels) or channels < 1:
+            raise ValueError("maestro channels %r: need a whole number of channels per board >= 1"
+                             % (channels,))
+        channels = int(channels)
         if boards is not None:
+            if (isinstance(boards, (str, bytes, dict)) or not hasattr(boards, "__iter__") or not len(boards)
+                    or [b for b in boards if not whole(b) or not 0 <= b <= 127]):
+                raise ValueError("maestro boards %r: need a list of device numbers 0-127 "
+                                 "(controller_options, e.g. [12, 13])" % (boards,))
             boards = [int(b) for b in boards]
-            if not boards or [b for b in boards if not 0 <= b <= 127]:
-                raise ValueError("maestro boards %r: need device numbers 0-127" % (boards,))
             if device is None:
                 device = boards[0]
         self.device = device

@@ -95,6 +95,8 @@ class Robot:
             raise FormatError("%s: 'controller' must be a string" % where)
         self.baud = int(_num(d, "baud", where, 0, 0, 1e8)) or None
         self.options = d.get("controller_options", {})
+        if not isinstance(self.options, dict):
+            raise FormatError("%s: 'controller_options' must be an object, e.g. {\"boards\": [12, 13]}" % where)
         self.rate_hz = _num(d, "rate_hz", where, 50.0, 1.0, 1000.0)
         fs = d.get("failsafe", {})
         if not isinstance(fs, dict):

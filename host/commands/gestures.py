@@ -13,6 +13,7 @@ from the examples and the negatives (host/gestures/learn.py). `run` prints one l
 """
 
 import json
+import math
 import os
 import sys
 
@@ -81,14 +82,28 @@ def _read(spec):
 def _values(staff, span, space, rows, fps, where):
     from host.gestures.learn import cut, motion_features, motion_rows
     if space == "body":
+        from host.gestures.learn import _skeleton
+        if _skeleton(staff) is None:
+            raise FormatError("%s: has no skeleton, so body features cannot be computed (use --rows)" % where)
         v = motion_features(staff, fps)
         scales = None
     else:
+        missing = [r for r in rows if r not in staff.names]
+        if missing:
+            from device.gestures.features import NAMES
+            raise FormatError("%s: --rows: no row named %r (give the staff's own rows, or body features: %s)"
+                              % (where, missing[0], ", ".join(NAMES)))
         v, scales = motion_rows(staff, rows, fps)
     if span is not None:
         if not span[1] > span[0]:
             raise FormatError("%s: the cut's end must be after its start" % where)
-        v = cut(v, fps, span[0], span[1])
+        try:
+            v = cut(v, fps, span[0], span[1])
+        except FormatError as e:
+            raise FormatError("%s: %s (the motion lasts %.3f s)" % (where, e, staff.duration_s)) from None
+    if len(v) < 2:
+        raise FormatError("%s: too short: %d frame(s) at %g fps; at least 2 are needed"
+                          % (where, len(v), fps))
     return v, scales
 
 
@@ -98,6 +113,8 @@ def _learn(args):
     from host.gestures.actions import parse_command
     from host.gestures.learn import body_space_ok, learn_gesture
     parse_command(args.command)              # refuse a malformed command before any work
+    if not (math.isfinite(args.fps) and args.fps > 0):
+        raise FormatError("--fps must be a number > 0, not %r" % args.fps)
     try:
         amps = tuple(float(a) for a in args.amplitudes.split(",") if a.strip())
     except ValueError:
@@ -178,8 +195,12 @@ def _run(args):
             from host.formats import read_motion
             from host.gestures.learn import _hold, _skeleton
             st = read_motion(args.file)
+            if _skeleton(st) is None and any(g.space == "body" for g in lib):
+                raise FormatError("%s: has no skeleton, and gestures in body space (%s) need one"
+                                  % (args.file, ", ".join(g.name for g in lib if g.space == "body")))
             rec = Recognizer(lib, row_names=st.names, skeleton=_skeleton(st), fps=st.fps, on_match=report)
             n = len(rec.run(_hold(st.values.T)))
+            n += len(rec.finish())           # a gesture ending on the recording's last frame
         else:
             n = _capture(args, lib, report)
     finally:
@@ -204,6 +225,7 @@ def _capture(args, lib, report):
                        outputs=[lambda k, t_s, values, codes: matches.extend(rec(k, t_s, values, codes))])
     try:
         loop.run(duration_s=args.seconds)
+        matches.extend(rec.finish())         # a gesture ending on the last captured frame
     finally:
         loop.close()
     if loop.output_errors:

@@ -93,12 +93,23 @@ def _read(path):
     return read_motion(path)
 
 
+# options a despike method would silently ignore
+DESPIKE_IGNORES = {"robust": ("window", "protrude"), "isolated": ("window", "protrude"),
+                   "median": ("threshold", "min_steps", "protrude", "max_run")}
+
+
 def _despike(st, op):
     _take(op, ("method", "window", "threshold", "min_steps", "protrude", "max_run"))
     kw = {"method": op.kw.get("method", op.args[0] if op.args else "robust")}
     for k in ("window", "threshold", "min_steps", "protrude", "max_run"):
         if k in op.kw:
             kw[k] = _num(op, op.kw[k], k)
+    unused = [k for k in DESPIKE_IGNORES.get(kw["method"], ()) if k in op.kw]
+    if unused:
+        uses = [k for k in ("window", "threshold", "min_steps", "protrude", "max_run")
+                if k not in DESPIKE_IGNORES[kw["method"]]]
+        raise FormatError("edit: %r: despike:%s takes no %s (it takes: %s)"
+                          % (op.text, kw["method"], unused[0], ", ".join(uses)))
     return despike(st, **kw), []
 
 

@@ -94,9 +94,13 @@ class Actions:
             target = target or self.osc_target
             what = (target, address, args)
             if not self.dry_run:
-                if target not in self._osc:
-                    self._osc[target] = _client(*target)
-                send_bundle(self._osc[target], [(address, args)])
+                try:
+                    if target not in self._osc:
+                        self._osc[target] = _client(*target)
+                    send_bundle(self._osc[target], [(address, args)])
+                except OSError as e:
+                    raise OSError("gesture %r: OSC target %s:%d: %s" % (match.name, target[0], target[1],
+                                                                       e.strerror or e)) from None
         elif kind == "serial":
             url, line = det
             what = (url, line.format(**fill))

@@ -184,7 +184,10 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
                 if not thr > 0:
                     raise FormatError("gesture %r: the examples do not move in rows %s"
                                       % (name, [names[i] for i in sel]))
-            if not thr > 0:
+                if not np.isfinite(thr):
+                    raise FormatError("gesture %r: %s: too short (%d frames) to learn a threshold from; "
+                                      "give a longer example or more of them" % (name, sources[j], len(x)))
+            if not (0 < thr < np.inf):
                 continue
             tpls.append(t)
             thrs.append(thr)
