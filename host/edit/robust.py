@@ -38,6 +38,8 @@ from host.edit._residual import ref, residuals, running_median_at, scale_parts
 from host.edit._rotation import predict_euler
 
 SOUND = 6.0
+EDGE = 3.0           # near an end: the threshold + EDGE x the side's second difference
+MOVE = 1.0           # + MOVE x one frame of the side's motion (see _judge)
 
 
 def _judge(v, work, good, groups, rr, tt, thr, side, trust, pred=None):
@@ -68,8 +70,19 @@ def _judge(v, work, good, groups, rr, tt, thr, side, trust, pred=None):
         side_ok = (((np.abs(x - L) <= tol) & _sound(v, good, rr, tt, SOUND * thr, -1))
                    | ((np.abs(x - Rr) <= tol) & _sound(v, good, rr, tt, SOUND * thr, 1)))
         hit = (res > thr) & ~side_ok
-    # an end frame is only extrapolated from one side: it ranks after a pixel seen from both
-    res = np.where(np.isnan(C) & np.isnan(M), 0.5 * res, res)
+    # near an end (of the row, or of a gap at an end) a pixel is only extrapolated from one
+    # side or interpolated by a line, which miss a curving motion by about its second
+    # difference and a changing one by a part of a frame's motion: a spike there must stick out
+    # by EDGE times the longer side's own second difference and one frame of its motion more
+    # (a side of fewer than three good pixels: no evidence, no flag)
+    weak = np.isnan(C)                      # fewer than two good pixels on one side
+    if weak.any():
+        d = np.where(np.isnan(L[weak]), 1, -1)
+        curv, move = _side_motion(v, good, rr[weak], tt[weak], d)
+        with np.errstate(invalid="ignore"):
+            hit[weak] &= res[weak] > np.broadcast_to(thr, res.shape)[weak] + EDGE * curv + MOVE * move
+    # an end frame ranks after a pixel seen from both sides
+    res = np.where(weak & np.isnan(M), 0.5 * res, res)
     return res, hit, rep
 
 
@@ -208,6 +221,31 @@ def robust_spikes(v, steps, groups=(), threshold=6.0, min_steps=2.0, window=15, 
         flag[rr[~b], tt[~b]] = False
         out[rr, tt] = np.where(b, c, v[rr, tt])
     return flag, out
+
+
+def _side_motion(v, good, rr, tt, d, reach=12):
+    """At (rr, tt): how far a line from side d (-1 before, +1 after, per pixel) can be off,
+    from that side's nearest three good pixels v1, v2, v3 (within `reach` frames, at t1, t2,
+    t3): (|v1 - the line through v2, v3 at t1|, |v1 - v2| scaled to the distance from t1 to
+    the pixel) - the side's curvature and its motion over the extrapolated stretch. NaN where
+    the side has fewer than three good pixels within reach."""
+    F = v.shape[1]
+    curv = np.full(rr.shape, np.nan)
+    move = np.full(rr.shape, np.nan)
+    for i in range(rr.size):
+        r, t, s = int(rr[i]), int(tt[i]), int(d[i])
+        at = []
+        k = t + s
+        while 0 <= k < F and abs(k - t) <= reach and len(at) < 3:
+            if good[r, k]:
+                at.append(k)
+            k += s
+        if len(at) < 3:
+            continue
+        (t1, t2, t3), (v1, v2, v3) = at, (v[r, at[0]], v[r, at[1]], v[r, at[2]])
+        curv[i] = abs(v1 - (v2 + (v2 - v3) * (t1 - t2) / (t2 - t3)))
+        move[i] = abs(v1 - v2) * abs(t - t1) / abs(t1 - t2)
+    return curv, move
 
 
 def _sound(v, good, rr, tt, thr, d):
