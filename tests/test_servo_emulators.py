@@ -95,6 +95,45 @@ def test_maestro_daisy_chain_splits_channels_across_boards():
         ma.Maestro(None, boards=[200])
 
 
+class _SharedLine:
+    """One TTL line with several emulated boards on it: each hears every byte; replies queue."""
+
+    def __init__(self, *emus):
+        self.emus, self.rx = emus, b""
+
+    def write(self, data):
+        for e in self.emus:
+            self.rx += e.feed(data) or b""
+        return len(data)
+
+    def read(self, n):
+        out, self.rx = self.rx[:n], self.rx[n:]
+        return out
+
+
+def test_maestro_daisy_chain_asks_every_board():
+    a, b = make_emulator("maestro", device=12), make_emulator("maestro", device=13)
+    m = ma.Maestro(_SharedLine(a, b), boards=[12, 13])
+    assert m.get_errors() == 0
+    m.send_positions([(3, 5000), (30, 7000)])
+    assert m.get_position(30) == 7000 and m.get_position(3) == 5000
+    assert m.get_moving_state() is False
+    m.go_home()
+
+
+def test_a_port_that_never_drains_is_an_oserror():
+    import queue
+
+    class Stuck:
+        def write(self, data):
+            raise queue.Full()
+
+    drv = ma.Maestro(Stuck())
+    with pytest.raises(OSError, match="write timed out"):
+        drv.send_positions([(0, 6000)])
+    assert drv.stats["errors"] == 1
+
+
 def test_maestro_serial_timeout_goes_home():
     t = [0.0]
     emu = make_emulator("maestro", serial_timeout_s=0.5, home={0: 6000, 1: 0}, clock=lambda: t[0])

@@ -28,6 +28,12 @@ class Driver:
         except OSError:
             self.stats["errors"] += 1
             raise
+        except Exception as e:
+            if type(e).__name__ != "Full":
+                raise
+            # pyserial's loop:// raises queue.Full when nobody reads the other end
+            self.stats["errors"] += 1
+            raise OSError("servo port: write timed out (nothing reads the other end)")
         self.stats["bytes"] += len(data)
         if self.echo and self.read_exact(len(data)) != data:
             # our own bytes did not come back as sent: a collision or a noisy line

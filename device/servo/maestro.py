@@ -18,7 +18,6 @@ channel 6 of device 13 (the robot file's "controller_options": {"boards": [12, 1
 Maestro Control Center); torque_off sends target 0 (no pulses) to every channel.
 """
 
-import numbers
 import struct
 
 from protocol.crc import crc7_pololu
@@ -110,7 +109,13 @@ class Maestro(Driver):
     def __init__(self, port, device=None, crc=False, multi=True, channels=24, boards=None):
         Driver.__init__(self, port)
         def whole(x):
-            return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+            # an int (numpy integers too: they have __index__), not a bool or a float
+            if isinstance(x, (bool, float, str, bytes)):
+                return False
+            try:
+                return int(x) == x
+            except (TypeError, ValueError):
+                return False
         if not whole(channels) or channels < 1:
             raise ValueError("maestro channels %r: need a whole number of channels per board >= 1"
                              % (channels,))
@@ -197,9 +202,21 @@ class Maestro(Driver):
         return struct.unpack("<H", r)[0] if len(r) == 2 else None
 
     def get_errors(self):
-        r = self._ask(get_errors(self.device, self.crc), 2)
-        return struct.unpack("<H", r)[0] if len(r) == 2 else None
+        """The error bits of every board ORed together (None if a board does not answer)."""
+        bits = 0
+        for dev in self.boards or [self.device]:
+            r = self._ask(get_errors(dev, self.crc), 2)
+            if len(r) != 2:
+                return None
+            bits |= struct.unpack("<H", r)[0]
+        return bits
 
     def get_moving_state(self):
-        r = self._ask(get_moving_state(self.device, self.crc), 1)
-        return (r[0] != 0) if r else None
+        """True if a servo of any board is still moving (None if a board does not answer)."""
+        moving = False
+        for dev in self.boards or [self.device]:
+            r = self._ask(get_moving_state(dev, self.crc), 1)
+            if not r:
+                return None
+            moving = moving or r[0] != 0
+        return moving
