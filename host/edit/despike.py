@@ -180,7 +180,11 @@ def despike(staff, method="robust", window=7, threshold=None, protrude=3.0, min_
     if method == "robust":
         from host.edit._rotation import euler_groups
         from host.edit.robust import robust_spikes
-        mask, out = robust_spikes(v, row_steps(staff), euler_groups(staff),
+        # the steps of an 8-bit staff at least: a "glitch" smaller than two 8-bit steps (0.8 %
+        # of the row's range) is no tracking glitch, and at 16 bits the sharp turns of real
+        # motion would otherwise stand out of a 256 times finer staircase
+        steps = np.maximum(row_steps(staff), (staff.hi - staff.lo) / 255.0)
+        mask, out = robust_spikes(v, steps, euler_groups(staff),
                                   threshold=threshold, min_steps=min_steps, max_run=int(max_run))
         out[miss] = np.nan
         res = derive(staff, out)
