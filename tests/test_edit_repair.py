@@ -258,13 +258,20 @@ def test_robust_leaves_clean_clip_alone(name, ranges, shared_data):
     np.testing.assert_array_equal(out.values[~mask], q.values[~mask])
 
 
-def test_robust_changes_nothing_on_smooth_staff():
-    rng = np.random.default_rng(3)
-    t = np.arange(600) / 60.0
+def _sines(seed, n_rows, frames, fps, amp, freq_hz, phase):
+    """(values, rows): seeded sines (amplitude, frequency, phase drawn from the given ranges)
+    on Euler-named rows, 3 to a joint."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(frames) / fps
     v = np.vstack([a * np.sin(2 * np.pi * f * t + p) for a, f, p in
-                   zip(rng.uniform(1, 90, 12), rng.uniform(0.1, 2.0, 12), rng.uniform(0, 6, 12))])
+                   zip(rng.uniform(*amp, n_rows), rng.uniform(*freq_hz, n_rows), rng.uniform(*phase, n_rows))])
     rows = [Row("J%d.%srotation" % (i // 3, "ZXY"[i % 3]), "deg", -100.0, 100.0, True)
-            for i in range(12)]
+            for i in range(n_rows)]
+    return v, rows
+
+
+def test_robust_changes_nothing_on_smooth_staff():
+    v, rows = _sines(3, 12, 600, 60.0, (1, 90), (0.1, 2.0), (0, 6))
     st = Staff(v, rows, fps=60.0).quantised()
     out, mask = despike(st, "robust", return_mask=True)
     assert not mask.any()
@@ -275,12 +282,7 @@ def test_robust_leaves_the_ends_of_a_cut_alone():
     """A cut ends mid-motion: its first and last frames are seen from one side only, and a
     line from one side misses a curving motion. Fast sines at 30 fps, cut at every phase,
     8-bit with fitted ranges (steps of a fraction of a degree): nothing changes."""
-    rng = np.random.default_rng(5)
-    t = np.arange(90) / 30.0
-    v = np.vstack([a * np.sin(2 * np.pi * f * t + p) for a, f, p in
-                   zip(rng.uniform(5, 90, 24), rng.uniform(0.5, 2.5, 24), rng.uniform(0, 6.3, 24))])
-    rows = [Row("J%d.%srotation" % (i // 3, "ZXY"[i % 3]), "deg", -100.0, 100.0, True)
-            for i in range(24)]
+    v, rows = _sines(5, 24, 90, 30.0, (5, 90), (0.5, 2.5), (0, 6.3))
     st = Staff(v, rows, fps=30.0).refit("fit").quantised()
     for a in range(0, 30, 3):
         cut = Staff(st.values[:, a:a + 45], rows, fps=30.0).refit("fit").quantised()
