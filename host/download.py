@@ -18,7 +18,7 @@ land outside DIR is refused with DownloadError before anything is written.
 
 import os
 
-from protocol import crc as _crc
+from device.download import file_crc32  # the unit computes the same CRC of its files
 from protocol import download as dl
 from protocol import packets as pk
 from protocol.errors import FormatError
@@ -175,16 +175,6 @@ def read_available(link):
         if waiting:
             data += link.read(waiting)
     return data
-
-
-def file_crc32(path, block=1 << 16):
-    c = 0
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(block)
-            if not b:
-                return c
-            c = _crc.crc32(b, c)
 
 
 def to_png(path):

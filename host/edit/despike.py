@@ -44,6 +44,7 @@ import numpy as np
 from scipy import ndimage
 
 from host.edit._base import derive, fill_nan_linear, row_steps
+from host.edit._predict import neighbours_at
 from protocol.errors import FormatError
 
 METHODS = ("hampel", "median", "isolated", "robust")
@@ -51,24 +52,6 @@ METHODS = ("hampel", "median", "isolated", "robust")
 
 def _running_median(v, window):
     return ndimage.median_filter(v, size=(1, window), mode="nearest")
-
-
-def neighbours_at(valid, rows, cols):
-    """Indices of the two nearest valid frames before and after each (row, col) query, in the
-    same row: (p1, p2, n1, n2), -1 where there is none. Queries only - O(K log N)."""
-    R, F = valid.shape
-    vf = np.flatnonzero(valid.ravel())
-    c = rows.astype(np.int64) * F + cols
-    i = np.searchsorted(vf, c, "left")
-    j = np.searchsorted(vf, c, "right")
-
-    def pick(k, ok):
-        k = np.clip(k, 0, max(vf.size - 1, 0))
-        got = vf[k] if vf.size else np.zeros_like(c)
-        good = ok & (got // F == rows) if vf.size else np.zeros(c.shape, bool)
-        return np.where(good, got % F, -1)
-
-    return pick(i - 1, i >= 1), pick(i - 2, i >= 2), pick(j, j < vf.size), pick(j + 1, j + 1 < vf.size)
 
 
 def protrudes(values, valid, k, floor, where):
@@ -177,20 +160,20 @@ def despike(staff, method="robust", window=7, threshold=None, protrude=3.0, min_
         raise FormatError("despike: max_run must be a whole number of frames >= 1, not %r" % max_run)
     v = staff.values
     miss = np.isnan(v)
+    # every method counts steps of an 8-bit staff at least: a "glitch" smaller than two 8-bit
+    # steps (0.8 % of the row's range) is no tracking glitch, and at 16 bits the sharp turns of
+    # real motion would otherwise stand out of a 256 times finer staircase
+    steps = np.maximum(row_steps(staff), (staff.hi - staff.lo) / 255.0)
     if method == "robust":
         from host.edit._rotation import euler_groups
         from host.edit.robust import robust_spikes
-        # the steps of an 8-bit staff at least: a "glitch" smaller than two 8-bit steps (0.8 %
-        # of the row's range) is no tracking glitch, and at 16 bits the sharp turns of real
-        # motion would otherwise stand out of a 256 times finer staircase
-        steps = np.maximum(row_steps(staff), (staff.hi - staff.lo) / 255.0)
         mask, out = robust_spikes(v, steps, euler_groups(staff),
                                   threshold=threshold, min_steps=min_steps, max_run=int(max_run))
         out[miss] = np.nan
         res = derive(staff, out)
         return (res, mask) if return_mask else res
     if method == "isolated":
-        mask = isolated_spikes(v, row_steps(staff), threshold=threshold,
+        mask = isolated_spikes(v, steps, threshold=threshold,
                                min_steps=min_steps, max_run=int(max_run))
         from host.edit.fill import local_cubic
         out = local_cubic(np.where(mask | miss, np.nan, v))
@@ -203,7 +186,7 @@ def despike(staff, method="robust", window=7, threshold=None, protrude=3.0, min_
         out = np.where(miss, np.nan, med)
         mask = ~miss & (out != v)
     else:
-        floor = (min_steps * row_steps(staff))[:, None]
+        floor = (min_steps * steps)[:, None]
         dev = np.abs(work - med)
         mad = _running_median(dev, window)
         cand = (dev > np.maximum(threshold * 1.4826 * mad, floor)) & ~miss

@@ -62,7 +62,7 @@ def _fill_row(y, method):
 def local_cubic(v):
     """v (rows, frames) with each NaN replaced by the cubic through the two nearest good pixels
     either side (linear with one, held at the ends)."""
-    from host.edit.despike import neighbours_at
+    from host.edit._predict import neighbours_at
     miss = np.isnan(v)
     out = v.copy()
     rr, tt = np.nonzero(miss)
