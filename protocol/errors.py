@@ -9,3 +9,12 @@ The command line prints its message on one line and exits with status 2.
 
 class FormatError(ValueError):
     """Input that is malformed: the message names the thing and the problem."""
+
+
+def describe(e):
+    """One line for an exception: its message's first line, with the type's name unless it is
+    bad input (OSError, ValueError) that names itself."""
+    text = str(e).strip().split("\n")[0] if e is not None and str(e).strip() else ""
+    if isinstance(e, (OSError, ValueError)) and text:
+        return text
+    return "%s%s" % (type(e).__name__, ": " + text if text else "")

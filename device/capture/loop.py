@@ -14,7 +14,8 @@ the latest deadline that has passed, records the frames before it as missing col
 staff keeps its timeline) and counts them as skipped. In
 virtual time the clock jumps from deadline to deadline, so tests and the demo run as fast as
 the machine allows and are deterministic. An output that raises is counted and dropped from
-nothing: the unit keeps capturing (outputs[i] errors go to output_errors).
+nothing: the unit keeps capturing (outputs[i] errors go to output_errors, the first one kept
+in first_output_error so that the command line can name it).
 """
 
 import time
@@ -60,6 +61,7 @@ class CaptureLoop:
             self.writer = container.Writer(record, self.header, frames_per_block=frames_per_block)
         self.outputs = list(outputs or [])
         self.output_errors = 0
+        self.first_output_error = None
         self.raw_log = raw_log
         self.truth = [] if truth else None
         self.stats = TimingStats(self.period_s, STAGES)
@@ -72,8 +74,10 @@ class CaptureLoop:
         for out in self.outputs:
             try:
                 out(k, t_s, values, codes)
-            except Exception:
+            except Exception as e:
                 self.output_errors += 1
+                if self.first_output_error is None:
+                    self.first_output_error = e
 
     def _missing_frame(self, k, t_s):
         codes = [None] * len(self.los)

@@ -158,7 +158,12 @@ def load_library(path, missing_ok=False):
 def save_library(path, gestures):
     """Write the library atomically (a temporary file renamed over the old one)."""
     tmp = "%s.tmp%d" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(library_to_dict(gestures), f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(library_to_dict(gestures), f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError as e:                # name the library, not the temporary file
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise OSError(e.errno, e.strerror, os.fspath(path)) from None

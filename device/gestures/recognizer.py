@@ -25,7 +25,7 @@ import numpy as np
 
 from device.gestures.features import NAMES as FEATURE_NAMES
 from device.gestures.features import BodyFeatures
-from device.gestures.spring import Spring
+from device.gestures.spring import Spring, tempo_bounds
 from protocol.errors import FormatError
 
 
@@ -93,8 +93,9 @@ class Recognizer:
                 idx = [have[r] for r in g.rows]
             self._select.append((g.space, np.array(idx, dtype=np.intp)))
             hold = g.hold_frames if abs(g.fps - self.fps) < 1e-6 else int(round(g.hold_frames * self.fps / g.fps))
-            self._springs.append([Spring(resample(t, g.fps, self.fps), g.scales, th, hold)
-                                  for t, th in zip(g.templates, g.thresholds)])
+            self._springs.append([Spring(resample(t, g.fps, self.fps), g.scales, th, hold,
+                                         *tempo_bounds(a))
+                                  for t, th, a in zip(g.templates, g.thresholds, g.amplitudes)])
         self.reset()
 
     def reset(self):

@@ -23,7 +23,18 @@ frame. Differences from the paper:
   of the distance under the threshold, one frame (33 ms at 30 fps) after the match's end.
   hold_frames=0 reports the first frame under the threshold (earliest, but the reported end and
   confidence are those of the threshold crossing, not of the best alignment).
-* A match shorter than min_ratio * m or longer than max_ratio * m frames is not accepted.
+* A match shorter than min_ratio * m or longer than max_ratio * m frames is not accepted
+  (1/2 and 2 by default). The check is on the best path ending at a frame, after the DP: a
+  best path out of bounds means no match ends there (the DP does not look for the best path
+  of an allowed length). Learning measures negatives with the same check (Spring.best_per_end),
+  so thresholds are learned on what the recogniser can match.
+* A template scaled by an amplitude a (host/gestures/learn.py) gets the bounds of
+  `tempo_bounds(a)`: also within a/2 .. 2a, so that size and tempo together change
+  velocities by at most a factor of two, as each alone may. Without it an x2 copy of a
+  standing hop matched a running stride squeezed to half the copy's length (velocities x4),
+  and that set the copy's threshold. Forbidding the squeezing step outright for such a copy
+  (exact, but it also forbids any local speed-up inside a slower performance) was tried: it
+  misses the jete the bound finds (benchmarks/gestures.py).
 """
 
 import numpy as np
@@ -148,6 +159,21 @@ class Spring:
             if sp.min_len <= t - s + 1 <= sp.max_len:
                 dist[t] = d
         return dist, start
+
+
+# how far size and tempo together may change a template's velocities (see tempo_bounds)
+VELOCITY_FACTOR = 2.0
+
+
+def tempo_bounds(amplitude=1.0, tempo=2.0, velocity=None):
+    """(min_ratio, max_ratio) of a match's length to its template's, for a template scaled by
+    amplitude. The tempo may change by up to `tempo` either way, and so may the velocities that
+    size and tempo make together (VELOCITY_FACTOR unless velocity is given): a performance
+    twice as big is not also faster, one half as big not also slower. So the ratio lies in
+    [1/tempo, tempo] and in [a/velocity, a velocity]; velocity=inf leaves only the tempo."""
+    a = float(amplitude)
+    v = VELOCITY_FACTOR if velocity is None else float(velocity)
+    return max(1.0 / tempo, a / v), min(tempo, a * v)
 
 
 def dtw_distance(a, b, scales):

@@ -15,23 +15,41 @@ Address space (prefix "/motionstaff" by default, all floats are 32-bit):
     /motionstaff/row/<name>  f        one message per row with its value (per_row=True only)
 
 Messages of one frame travel in one OSC bundle (immediate time tag), so a receiver sees a
-frame whole or not at all. UDP loses packets silently; nothing waits for the receiver.
+frame whole or not at all; only where that bundle would exceed MAX_DATAGRAM bytes (python-osc's
+and socketserver's receive buffer, 8192: the /rows announcement plus --per-row messages of a
+staff with a hundred rows) is it split into several bundles, in order, /frame always whole.
+UDP loses packets silently; nothing waits for the receiver.
 """
 
 import math
+import socket
+
+MAX_DATAGRAM = 8192
+_BUNDLE_HEAD = 16             # "#bundle\0" and the time tag
+RESERVED = " #*,/?[]{}"       # characters OSC reserves in an address part
 
 
 def parse_target(text, default_port=9000):
-    """'HOST:PORT', ':PORT', 'PORT' or 'HOST' -> (host, port); ValueError when malformed."""
+    """'HOST:PORT', ':PORT', 'PORT', 'HOST' or '[IPV6]:PORT' -> (host, port); ValueError when
+    malformed."""
     text = (text or "").strip()
     host, port = "127.0.0.1", default_port
     if not text:
         return host, port
+    if text.startswith("["):
+        h, close, rest = text[1:].partition("]")
+        if not close or not h or (rest and not rest.startswith(":")):
+            raise ValueError("OSC target %r: write an IPv6 address as [ADDRESS]:PORT" % text)
+        host, text = h, rest
+        if not text:
+            return host, port
     if text.isdigit():
         port = int(text)
     elif ":" in text:
         h, p = text.rsplit(":", 1)
         host = h or host
+        if ":" in h:
+            raise ValueError("OSC target %r: write an IPv6 address as [ADDRESS]:PORT" % text)
         if not p.isdigit():
             raise ValueError("OSC target %r: port %r is not a number" % (text, p))
         port = int(p)
@@ -42,14 +60,17 @@ def parse_target(text, default_port=9000):
     return host, port
 
 
-def _client(host, port):
+def _client(host, port, what="OSC target"):
     try:
         from pythonosc.udp_client import UDPClient
     except ImportError:  # pragma: no cover - python-osc is in the host and pi extras
         raise ImportError("OSC output needs python-osc (pip install python-osc)") from None
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError("OSC port must be 1..65535, not %r" % (port,))
-    return UDPClient(host, port)
+    try:
+        return UDPClient(host, port)
+    except socket.gaierror as e:
+        raise ValueError("%s %s:%d: host %r not found (%s)" % (what, host, port, host, e.strerror)) from None
 
 
 def _message(address, args):
@@ -65,18 +86,57 @@ def _message(address, args):
     return b.build()
 
 
-def send_bundle(client, messages):
-    """Send [(address, args), ...] as one OSC bundle with an immediate time tag."""
+def _bundle(built):
+    """One OSC bundle (immediate time tag) of built OscMessages."""
     from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
     bb = OscBundleBuilder(IMMEDIATELY)
-    for address, args in messages:
-        bb.add_content(_message(address, args))
-    client.send(bb.build())
+    for m in built:
+        bb.add_content(m)
+    return bb.build()
+
+
+def send_bundle(client, messages):
+    """Send [(address, args), ...] as one OSC bundle with an immediate time tag."""
+    client.send(_bundle([_message(address, args) for address, args in messages]))
+
+
+def split_bundles(built, limit=MAX_DATAGRAM):
+    """Built OscMessages, in order, as groups whose bundle stays within limit bytes (a message
+    bigger than that travels alone)."""
+    groups, size = [], limit + 1
+    for m in built:
+        n = 4 + len(m.dgram)                  # each bundle element is size-prefixed
+        if size + n > limit:
+            groups.append([])
+            size = _BUNDLE_HEAD
+        groups[-1].append(m)
+        size += n
+    return groups
+
+
+def send_frame(client, messages, what):
+    """Send one frame's [(address, args), ...]: one bundle, or several in order where one would
+    exceed MAX_DATAGRAM; a send error names what ('OSC target HOST:PORT')."""
+    try:
+        for group in split_bundles([_message(address, args) for address, args in messages]):
+            client.send(_bundle(group))
+    except OSError as e:
+        raise OSError("%s: %s" % (what, e.strerror or e)) from None
+
+
+def check_prefix(prefix):
+    """'/a/b' for a prefix 'a/b' or '/a/b/'; ValueError when empty or with reserved characters."""
+    parts = [p for p in str(prefix).split("/") if p]
+    bad = sorted(set(c for p in parts for c in p if c in RESERVED))
+    if not parts or bad:
+        raise ValueError("OSC prefix %r: give an address like /motionstaff%s"
+                         % (prefix, "" if not bad else " (no %s)" % " ".join(repr(c) for c in bad)))
+    return "/" + "/".join(parts)
 
 
 def _safe(name):
     """An OSC address part for a row name (no spaces, '#', '*', ',', '/', '?', '[', ']', '{', '}')."""
-    return "".join("_" if c in " #*,/?[]{}" else c for c in name)
+    return "".join("_" if c in RESERVED else c for c in name)
 
 
 class OscOutput:
@@ -90,7 +150,7 @@ class OscOutput:
         self.units = [str(u) for u in units] if units is not None else [""] * len(self.row_names)
         if len(self.units) != len(self.row_names):
             raise ValueError("OSC output: %d units for %d rows" % (len(self.units), len(self.row_names)))
-        prefix = "/" + prefix.strip("/")
+        prefix = check_prefix(prefix)
         self.prefix = prefix
         self.per_row = bool(per_row)
         self.row_addresses = ["%s/row/%s" % (prefix, _safe(n)) for n in self.row_names]
@@ -116,7 +176,8 @@ class OscOutput:
         return out
 
     def __call__(self, frame_index, t_s, values, codes=None):
-        send_bundle(self.client, self.messages(frame_index, t_s, values))
+        send_frame(self.client, self.messages(frame_index, t_s, values),
+                   "OSC target %s:%d" % (self.host, self.port))
         self.frames_sent += 1
 
     def close(self):

@@ -30,7 +30,7 @@ import numpy as np
 
 from device.body.kinematics import forward_kinematics
 from device.gestures.features import convention_of
-from device.outputs.osc import _client, send_bundle
+from device.outputs.osc import _client, send_frame
 
 
 def _sided(table):
@@ -138,7 +138,7 @@ class VmcOutput:
             self.parents.append(p)
         self.M = to_unity_matrix(skeleton)
         self.host, self.port = host, port
-        self.client = _client(host, port) if port is not None else None
+        self.client = _client(host, port, "VMC target") if port is not None else None
         self.frames_sent = 0
 
     def bones(self, q):
@@ -171,7 +171,7 @@ class VmcOutput:
         return msgs
 
     def __call__(self, frame_index, t_s, values, codes=None):
-        send_bundle(self.client, self.messages(t_s, values))
+        send_frame(self.client, self.messages(t_s, values), "VMC target %s:%d" % (self.host, self.port))
         self.frames_sent += 1
 
     def close(self):

@@ -149,6 +149,10 @@ def run(args):
         _write_staff(args.truth, loop.truth_values().T, loop.header, unit.skeleton, "truth")
     summary = loop.stats.summary()
     summary["output_errors"] = loop.output_errors
+    if loop.output_errors:
+        from protocol.errors import describe
+        print("motionstaff: warning: %d output error(s), the first: %s"
+              % (loop.output_errors, describe(loop.first_output_error)), file=sys.stderr)
     summary["sensors"] = unit.sensor_status()
     if args.json:
         print(json.dumps(summary, default=float))

@@ -17,7 +17,7 @@ import math
 import os
 import sys
 
-from protocol.errors import FormatError
+from protocol.errors import FormatError, describe
 
 HELP = "learn gestures by example and recognise them in recordings or live capture"
 
@@ -66,9 +66,12 @@ def _cut(spec):
         return spec, None
     a, _, b = rng.partition(":")
     try:
-        return path, (float(a), float(b))
+        span = (float(a), float(b))
     except ValueError:
-        raise FormatError("%s: the cut must be @START:END in seconds" % spec) from None
+        span = (math.nan, math.nan)
+    if not all(math.isfinite(x) for x in span):
+        raise FormatError("%s: the cut must be @START:END in seconds" % spec)
+    return path, span
 
 
 def _read(spec):
@@ -91,8 +94,12 @@ def _values(staff, span, space, rows, fps, where):
         missing = [r for r in rows if r not in staff.names]
         if missing:
             from device.gestures.features import NAMES
+            unknown = [r for r in missing if r not in NAMES]
+            if not unknown and len(missing) < len(rows):
+                raise FormatError("%s: --rows: %r is a body feature and %r a staff row: give one kind"
+                                  % (where, missing[0], next(r for r in rows if r not in missing)))
             raise FormatError("%s: --rows: no row named %r (give the staff's own rows, or body features: %s)"
-                              % (where, missing[0], ", ".join(NAMES)))
+                              % (where, (unknown or missing)[0], ", ".join(NAMES)))
         v, scales = motion_rows(staff, rows, fps)
     if span is not None:
         if not span[1] > span[0]:
@@ -133,6 +140,8 @@ def _learn(args):
         else:
             space = "body" if all(body_space_ok(st) for _, _, st in exs + negs) else "rows"
     if space == "rows" and not rows:
+        if args.space == "rows":
+            raise FormatError("gesture %r: --space rows needs --rows (the staff rows to match)" % args.name)
         raise FormatError("gesture %r: these staffs have no skeleton with known landmarks; "
                           "name the rows to match with --rows" % args.name)
     ex_v, neg_v, scales = [], [], None
@@ -157,7 +166,10 @@ def _learn(args):
 
 def _list(args):
     from device.gestures.library import load_library
-    for g in load_library(args.library):
+    lib = load_library(args.library)
+    if not lib:
+        print("%s: no gestures" % args.library)
+    for g in lib:
         print("%-16s %-5s thr %.3f  %d template(s)  rows %s  command %s"
               % (g.name, g.space, g.threshold, len(g.templates), ",".join(g.rows), g.command or "-"))
     return 0
@@ -229,7 +241,8 @@ def _capture(args, lib, report):
     finally:
         loop.close()
     if loop.output_errors:
-        raise FormatError("gestures run: the recogniser failed on %d frame(s)" % loop.output_errors)
+        raise FormatError("gestures run: the recogniser or a command failed on %d frame(s); the first: %s"
+                          % (loop.output_errors, describe(loop.first_output_error)))
     return len(matches)
 
 

@@ -11,12 +11,14 @@ A gesture's command is one string, by its prefix:
                                        arguments (ints, floats, else strings)
     osc://10.0.0.5:9000/tv/power 1     OSC message to that host and port
     serial:loop:// POWER ON            the line "POWER ON\\n" to the serial port URL (pyserial
-                                       serial_for_url: /dev/ttyUSB0, COM3, loop://, socket://..)
+                                       serial_for_url: /dev/ttyUSB0, COM3, loop://, socket://..);
+                                       {name} {confidence} {t_s} are filled in
     exec:notify-send "gesture {name}"  a program run with an argument list (shlex split, never a
                                        shell); {name} {confidence} {t_s} are filled in
     (empty)                            nothing beyond the printed report
 
-Programs run in the background with a timeout (`exec_timeout_s`), so the recogniser never
+Only those three placeholders are replaced; any other brace stays as written (a JSON line
+on a serial port goes out verbatim). Programs run in the background with a timeout (`exec_timeout_s`), so the recogniser never
 waits on them; at most one run per gesture at a time (a new match while it runs is skipped).
 """
 
@@ -25,6 +27,24 @@ import subprocess
 
 from device.outputs.osc import _client, send_bundle
 from protocol.errors import FormatError
+
+
+PLACEHOLDERS = ("name", "confidence", "t_s")
+
+
+def fill(text, values):
+    """text with {name} {confidence} {t_s} replaced from values; other braces left as they are."""
+    for k in PLACEHOLDERS:
+        text = text.replace("{%s}" % k, values[k])
+    return text
+
+
+def _split(command, text):
+    """shlex.split, with a malformed quote named as the command's problem."""
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise FormatError("command %r: %s" % (command, str(e).lower())) from None
 
 
 def _arg(text):
@@ -53,7 +73,7 @@ def parse_command(command):
                 raise FormatError("command %r: bad port %r" % (c, p))
             target = (h or "127.0.0.1", int(p))
             rest = "/" + path
-        parts = shlex.split(rest)
+        parts = _split(c, rest)
         if not parts or not parts[0].startswith("/"):
             raise FormatError("command %r: an OSC address starts with '/'" % c)
         return "osc", (target, parts[0], [_arg(a) for a in parts[1:]])
@@ -63,11 +83,17 @@ def parse_command(command):
             raise FormatError("command %r: serial:URL LINE needs a port URL" % c)
         return "serial", (url, line)
     if kind == "exec":
-        argv = shlex.split(rest)
+        argv = _split(c, rest)
         if not argv:
             raise FormatError("command %r: exec: needs a program" % c)
         return "exec", argv
     raise FormatError("command %r: must start with osc:, serial: or exec:" % c)
+
+
+def _reason(e):
+    """The readable part of an OSError or pyserial error ('could not open port X: [Errno 2] ...')."""
+    text = getattr(e, "strerror", None) or str(e)
+    return text.rsplit("] ", 1)[-1] if "[Errno" in text else text
 
 
 class Actions:
@@ -88,7 +114,7 @@ class Actions:
         kind, det = parse_command(match.command)
         if kind == "none":
             return None
-        fill = {"name": match.name, "confidence": "%.3f" % match.confidence, "t_s": "%.3f" % match.t_end_s}
+        values = {"name": match.name, "confidence": "%.3f" % match.confidence, "t_s": "%.3f" % match.t_end_s}
         if kind == "osc":
             target, address, args = det
             target = target or self.osc_target
@@ -98,21 +124,18 @@ class Actions:
                     if target not in self._osc:
                         self._osc[target] = _client(*target)
                     send_bundle(self._osc[target], [(address, args)])
+                except ValueError as e:         # the host name does not resolve
+                    raise ValueError("gesture %r: %s" % (match.name, e)) from None
                 except OSError as e:
                     raise OSError("gesture %r: OSC target %s:%d: %s" % (match.name, target[0], target[1],
                                                                        e.strerror or e)) from None
         elif kind == "serial":
             url, line = det
-            what = (url, line.format(**fill))
+            what = (url, fill(line, values))
             if not self.dry_run:
-                if url not in self._serial:
-                    import serial
-                    self._serial[url] = serial.serial_for_url(url, baudrate=self.serial_baud, timeout=1.0,
-                                                              write_timeout=1.0)
-                self._serial[url].write((what[1] + "\n").encode("utf-8"))
-                self._serial[url].flush()
+                self._write_line(match.name, url, what[1])
         else:
-            argv = [a.format(**fill) for a in det]
+            argv = [fill(a, values) for a in det]
             what = argv
             if not self.dry_run:
                 p = self._procs.get(match.name)
@@ -122,6 +145,18 @@ class Actions:
                 self._procs[match.name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         self.log.append((match.name, kind, what))
         return kind, what
+
+    def _write_line(self, name, url, line):
+        """line + newline to the serial port url (opened on first use); errors name both."""
+        try:
+            if url not in self._serial:
+                import serial
+                self._serial[url] = serial.serial_for_url(url, baudrate=self.serial_baud, timeout=1.0,
+                                                          write_timeout=1.0)
+            self._serial[url].write((line + "\n").encode("utf-8"))
+            self._serial[url].flush()
+        except (OSError, ValueError) as e:   # serial.SerialException is an OSError
+            raise OSError("gesture %r: serial port %s: %s" % (name, url, _reason(e))) from None
 
     def serial_port(self, url):
         """The open serial port of a URL (for tests reading back what was written)."""

@@ -33,6 +33,8 @@ it reproduces 131_03's end exactly):
   its standing height. 131_03's hop (0.39) and CMU 05_20's jete (0.68; two skeletons of the
   same take, -mb and -daz, and a fold never trains on one and tests on the other). No other
   stretch of the nine clips qualifies: the dance's highest flight is 0.24 and the runs' 0.16.
+  The shared C3D captures hold a third jump, of another style (a two-footed countermovement
+  jump); it is evaluated apart, in host/gestures/evaluate_c3d.py.
 
 Protocol, per gesture and fold: the templates are the instances not under test (for hop, the
 other clip's); thresholds are learned with the first half of every clip as negatives (any
@@ -188,41 +190,47 @@ def definition_evidence(folder, fps=FPS):
     """The measures the label definitions use, per clip: flights (first, last frame, height of
     the lower ankle above its standing height in leg lengths) higher than 0.1 leg, and the
     pelvis horizontal speed (leg lengths/s) per frame. {file: {"flights": [...], "speed": (F,)}}"""
-    from device.gestures.features import BodyFeatures
     from host.bvh import read_bvh
-    from host.gestures.learn import _skeleton
+    return {os.path.basename(p): staff_evidence(read_bvh(p), fps)
+            for p in sorted(glob.glob(os.path.join(folder, "*.bvh")))}
+
+
+def staff_evidence(st, fps=FPS):
+    """definition_evidence's measures for one staff with a skeleton (a BVH clip, a C3D capture
+    through IK): {"flights", "speed", "feet": {"l"|"r": (height above standing, horizontal
+    speed)}, "vz": pelvis vertical speed (leg/s)}, every series at fps."""
+    from device.gestures.features import BodyFeatures
+    from host.gestures.learn import _skeleton, _hold
     from device.gestures.recognizer import resample
-    out = {}
-    for p in sorted(glob.glob(os.path.join(folder, "*.bvh"))):
-        st = read_bvh(p)
-        bf = BodyFeatures(_skeleton(st))
-        pos = bf.positions(resample(st.values.T, st.fps, fps))
-        up = bf.world_up
-        leg = float(np.median(bf.leg_m(pos)))
-        la, ra = pos["l_ankle"] @ up, pos["r_ankle"] @ up
-        ground = min(np.percentile(la, 2), np.percentile(ra, 2))      # standing ankle height
-        low = (np.minimum(la, ra) - ground) / leg
-        flights, i = [], 0
-        while i < len(low):
-            if low[i] > 0.1:
-                j = i
-                while j + 1 < len(low) and low[j + 1] > 0.1:
-                    j += 1
-                flights.append((i, j, float(low[i:j + 1].max())))
-                i = j + 1
-            else:
-                i += 1
-        z = pos["pelvis"] @ up
-        h = pos["pelvis"] - z[:, None] * up[None, :]
-        speed = np.r_[0.0, np.linalg.norm(np.diff(h, axis=0), axis=1) * fps / leg]
-        feet = {}
-        for s in "lr":                       # each ankle's height over its own standing height
-            a = pos[s + "_ankle"] @ up
-            ah = pos[s + "_ankle"] - a[:, None] * up[None, :]
-            feet[s] = ((a - np.percentile(a, 2)) / leg,
-                       np.r_[0.0, np.linalg.norm(np.diff(ah, axis=0), axis=1) * fps / leg])
-        out[os.path.basename(p)] = {"flights": flights, "speed": speed, "feet": feet}
-    return out
+    bf = BodyFeatures(_skeleton(st))
+    pos = bf.positions(resample(_hold(st.values.T), st.fps, fps))
+    up = bf.world_up
+    leg = float(np.median(bf.leg_m(pos)))
+    la, ra = pos["l_ankle"] @ up, pos["r_ankle"] @ up
+    ground = min(np.percentile(la, 2), np.percentile(ra, 2))      # standing ankle height
+    low = (np.minimum(la, ra) - ground) / leg
+    flights, i = [], 0
+    while i < len(low):
+        if low[i] > 0.1:
+            j = i
+            while j + 1 < len(low) and low[j + 1] > 0.1:
+                j += 1
+            flights.append((i, j, float(low[i:j + 1].max())))
+            i = j + 1
+        else:
+            i += 1
+    z = pos["pelvis"] @ up
+    h = pos["pelvis"] - z[:, None] * up[None, :]
+    speed = np.r_[0.0, np.linalg.norm(np.diff(h, axis=0), axis=1) * fps / leg]
+    mid = 0.5 * (pos["l_hip"] + pos["r_hip"]) @ up
+    feet = {}
+    for s in "lr":                       # each ankle's height over its own standing height
+        a = pos[s + "_ankle"] @ up
+        ah = pos[s + "_ankle"] - a[:, None] * up[None, :]
+        feet[s] = ((a - np.percentile(a, 2)) / leg,
+                   np.r_[0.0, np.linalg.norm(np.diff(ah, axis=0), axis=1) * fps / leg])
+    return {"flights": flights, "speed": speed, "feet": feet,
+            "vz": np.r_[0.0, np.diff(mid) * fps / leg], "leg_m": leg}
 
 
 def stride_landing(evidence, start):

@@ -27,6 +27,13 @@ every template gets its own threshold by the rule above (its P are its distances
 examples, its N its own nearest negative stretch, its own still-distance cap). A scaled copy
 that comes close to ordinary motion thus gets a tight threshold of its own instead of
 lowering everyone's. amplitudes=(1.0,) turns it off.
+
+Size and tempo together: a copy scaled by a is matched only over stretches a/2 .. 2a times
+its length (and 1/2 .. 2 as always: device/gestures/spring.py `tempo_bounds`), in learning
+its nearest negative as in recognition. So the velocities size and tempo make together change
+by at most the same factor of two: an x2 copy is not matched against motion that is also
+faster (a running stride squeezed to half the length of an x2 hop was that copy's nearest
+negative and set its threshold), an x1/2 copy not against slower motion.
 """
 
 import numpy as np
@@ -37,7 +44,7 @@ from device.gestures.features import RATES as FEATURE_RATES
 from device.gestures.features import BodyFeatures, FeatureError
 from device.gestures.library import Gesture
 from device.gestures.recognizer import resample
-from device.gestures.spring import Spring, dtw_distance
+from device.gestures.spring import Spring, dtw_distance, tempo_bounds
 from protocol.errors import FormatError
 
 AMPLITUDES = (0.5, 2 ** -0.5, 1.0, 2 ** 0.5, 2.0)
@@ -125,11 +132,12 @@ def select_rows(examples, scales, energy_fraction=0.35, min_rows=2):
     return sorted(keep)
 
 
-def negative_min(template, scales, stream, allowed=None):
-    """The smallest normalised distance of template to any stretch of stream (allowed frames)."""
+def negative_min(template, scales, stream, allowed=None, amplitude=1.0):
+    """The smallest normalised distance of template (made with amplitude) to any stretch of
+    stream (allowed frames) of a length the recogniser accepts (spring.tempo_bounds)."""
     if len(stream) < 2:
         return np.inf
-    dist, start = Spring.best_per_end(template, scales, stream)
+    dist, start = Spring.best_per_end(template, scales, stream, *tempo_bounds(amplitude))
     if allowed is not None:
         allowed = np.asarray(allowed, bool)
         bad = np.concatenate(([0], np.cumsum(~allowed)))     # forbidden frames before t
@@ -174,7 +182,7 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
         for a in amps:
             t = scaled(x, a, rates[sel] if space == "body" else None)
             pos = [dtw_distance(t, base[i], sc) for i in range(len(base)) if i != j]
-            nmin = min((negative_min(t, sc, s, m) for s, m in negs), default=np.inf)
+            nmin = min((negative_min(t, sc, s, m, a) for s, m in negs), default=np.inf)
             still = still_distance(t, sc)
             thr = threshold_rule(pos, nmin, still)
             if a == 1.0:
@@ -182,8 +190,9 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
                 neg1.append(nmin)
                 still1.append(still)
                 if not thr > 0:
-                    raise FormatError("gesture %r: the examples do not move in rows %s"
-                                      % (name, [names[i] for i in sel]))
+                    others = [sources[i] for i in range(len(base)) if i != j]
+                    raise FormatError(_no_threshold(name, sources[j], others, pos, nmin,
+                                                    [names[i] for i in sel]))
                 if not np.isfinite(thr):
                     raise FormatError("gesture %r: %s: too short (%d frames) to learn a threshold from; "
                                       "give a longer example or more of them" % (name, sources[j], len(x)))
@@ -214,6 +223,18 @@ def scaled(template, amplitude, rates=None):
     if rates is not None:
         origin[np.asarray(rates, bool)] = 0.0
     return origin + amplitude * (t - origin)
+
+
+def _no_threshold(name, source, others, pos, nmin, rows):
+    """Why an example's threshold came out 0: it is (inside) another example or a negative,
+    or it does not move."""
+    same = [o for o, d in zip(others, pos) if not d > 0]
+    if same:
+        return ("gesture %r: %s and %s hold the same motion (one lies inside the other); give "
+                "distinct performances" % (name, source, same[0]))
+    if not nmin > 0:
+        return "gesture %r: %s: a negative holds this very motion" % (name, source)
+    return "gesture %r: the examples do not move in rows %s" % (name, rows)
 
 
 def threshold_rule(pos, nmin, still):
