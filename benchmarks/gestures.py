@@ -199,11 +199,11 @@ def c3d_section(clips, cache, bvh_folder, c3d_folder, hold_frames):
             r["nearest"][0], r["nearest"][1]))
     print("\nThe hop and the jete are one kind of motion (a leap from the right foot onto the "
           "left with a leg swung up: tuck 0.5-0.7 leg), the jete about twice as big (flight 2x, "
-          "pelvis speed 1.7x, ankle peaks 1.7x), at the edge of the x2 amplitude tolerance: "
-          "learned from the jete the hop is found, learned from the hop the jete is just missed. "
-          "The C3D jump is another motion (both feet, straight legs in the air: tuck 0.1) that "
-          "neither finds nor is found by. A gesture is recognised in the style and about the size "
-          "it was taught; recall across takes of one style needs a second take of that style.")
+          "pelvis speed 1.7x, ankle peaks 1.7x), at the edge of the x2 size tolerance: each "
+          "finds the other (the hop through its x2 copy, the jete through its x0.707 copy). The "
+          "C3D jump is another motion (both feet, straight legs in the air: tuck 0.1) that "
+          "neither finds nor is found by. A gesture is recognised in the style it was taught; "
+          "a two-footed jump needs examples of its own.")
 
 
 def main():

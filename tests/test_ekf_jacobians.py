@@ -135,24 +135,35 @@ def test_fd_jacobian_option_is_exact_while_moving(setup):
 
 def test_linear_stages_stay_close_to_full_dynamics_while_moving(setup):
     """stages='linear' (default) integrates qdd affine about the last prior; against stages=
-    'full' (the dynamics re-evaluated in every RK4 stage) the mean differs by second-order
-    terms only: from a posterior one update away from the linearisation point, moving at
-    ~1 rad/s on every dof (tau = b: the estimator's damping), one 60 Hz step differs by
-    < 0.5 mrad in q and < 0.05 rad/s in qd (the process noise alone is 0.13 rad/s a step)."""
-    sk, _, rng, q = setup
+    'full' (the dynamics re-evaluated in every RK4 stage) the mean differs by higher-order
+    terms. 30 seeded draws, each from the prior itself and from a posterior one update away
+    from it, with every one of the 48 dofs (root included) moving at once (tau = b: the
+    estimator's damping), one 60 Hz step: at 0.5 rad/s per dof the difference stays under the
+    process noise of one step (0.13 rad/s in qd) and under 1 mrad in q; at 1 rad/s per dof
+    the median does (a draw's worst dof can reach 0.6 rad/s: the approximation's limit).
+    Each draw has its own seed: the module's rng depends on which tests ran before."""
+    sk, _, _, q = setup
     model = model_of(sk, 0.01)                   # the estimator's armature and damping
     n = model.n
     full = TorqueProcess(model, 1 / 60, stages="full", damping=0.5)
     lin_p = TorqueProcess(model, 1 / 60, damping=0.5)
-    for kick in (0.0, 1.0):
-        x = np.concatenate([q, rng.normal(0, 1.0, n), np.zeros(n)])
-        x[2 * n:] = full.initial_state(q, x[n:2 * n])[2 * n:]
-        lin = full.linearise(x)
-        # the posterior: an update's correction away from the prior lin was taken at
-        xp = x + kick * np.concatenate([rng.normal(0, 0.005, n), rng.normal(0, 0.1, n), rng.normal(0, 0.1, n)])
-        a = full.predict(xp, lin)[0]
-        b = lin_p.predict(xp, lin)[0]
-        dq = np.abs(a[:n] - b[:n]).max()
-        dqd = np.abs(a[n:2 * n] - b[n:2 * n]).max()
-        assert dq < 5e-4 and dqd < 0.05, (kick, dq, dqd)
-        assert np.array_equal(a[2 * n:], b[2 * n:])
+    for speed, bound in ((0.5, "max"), (1.0, "median")):
+        dqs, dqds = [], []
+        for seed in range(30):
+            rng = np.random.default_rng(seed)
+            for kick in (0.0, 1.0):
+                x = np.concatenate([q, rng.normal(0, speed, n), np.zeros(n)])
+                x[2 * n:] = full.initial_state(q, x[n:2 * n])[2 * n:]
+                lin = full.linearise(x)
+                # the posterior: an update's correction away from the prior lin was taken at
+                xp = x + kick * np.concatenate([rng.normal(0, 0.005, n), rng.normal(0, 0.1, n),
+                                                rng.normal(0, 0.1, n)])
+                a = full.predict(xp, lin)[0]
+                b = lin_p.predict(xp, lin)[0]
+                dqs.append(np.abs(a[:n] - b[:n]).max())
+                dqds.append(np.abs(a[n:2 * n] - b[n:2 * n]).max())
+                assert np.array_equal(a[2 * n:], b[2 * n:])
+        pick = np.max if bound == "max" else np.median
+        assert pick(dqds) < 0.13, (speed, pick(dqds))
+        if bound == "max":
+            assert max(dqs) < 1e-3, (speed, max(dqs))

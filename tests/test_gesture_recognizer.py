@@ -453,3 +453,22 @@ def test_gesture_ending_on_the_last_frame_of_a_recording_is_reported(tmp_path, c
     assert main(["gestures", "run", src, "--library", lib, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "bump" in out and "1 match(es)" in out
+
+
+def test_a_decided_match_reports_the_closest_pending_alignment():
+    """When one template of a gesture decides, another template's better candidate over an
+    overlapping stretch (still waiting for its own decision) is what is reported; one that
+    does not overlap, or is worse, is not."""
+    from types import SimpleNamespace
+
+    from device.gestures.recognizer import _best_pending
+    decided = (0.8, (0.4, 10, 30, 31), 0.5)
+    better = SimpleNamespace(cand=(0.1, 12, 31), threshold=0.5)
+    worse = SimpleNamespace(cand=(0.45, 12, 31), threshold=0.5)
+    apart = SimpleNamespace(cand=(0.01, 40, 50), threshold=0.5)
+    idle = SimpleNamespace(cand=None, threshold=0.5)
+    now = SimpleNamespace(cand=(0.01, 12, 31), threshold=0.5)     # ends on the deciding frame
+    assert _best_pending(decided, [worse, apart, idle]) == decided
+    assert _best_pending((0.8, (0.4, 10, 30, 31), 0.5), [now]) == decided
+    decided = (0.8, (0.4, 10, 30, 32), 0.5)
+    assert _best_pending(decided, [worse, better, apart]) == (0.2, (0.1, 12, 31, 32), 0.5)

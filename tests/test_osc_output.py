@@ -87,7 +87,8 @@ def _check_vmc(sk, q, msgs, out):
         world[name] = (Rw, pw)
         # back in the skeleton's frame: matches forward kinematics
         np.testing.assert_allclose(M.T @ pw, pose.link_pos_m[link], atol=2e-5)
-        np.testing.assert_allclose(M.T @ Rw @ M, pose.link_rot[link], atol=2e-5)
+        # rotations are relative to the T-pose: the world rotation is Rw T_b (Unity axes)
+        np.testing.assert_allclose(M.T @ Rw @ out.tpose[name] @ M, pose.link_rot[link], atol=2e-5)
     return world
 
 
@@ -109,10 +110,14 @@ def test_vmc_human_model_bones_match_fk(receiver):
     assert [a for a, _ in second if a == "/VMC/Ext/T"] and second[-1][1][0] == pytest.approx(1 / 30.0)
     root = [args for a, args in msgs if a == "/VMC/Ext/Root/Pos"]
     assert root[0] == ("root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
-    # home: every local rotation is the identity; the subject's left (+Y) is Unity's -X
+    # home stands with the arms hanging: relative to the T-pose the upper arms are turned 90
+    # deg down about Unity's forward axis (Z), every other bone is the identity; the subject's
+    # left (+Y) is Unity's -X
     home = {args[0]: args for a, args in first if a == "/VMC/Ext/Bone/Pos"}
-    for b in home.values():
-        assert b[4:8] == pytest.approx((0.0, 0.0, 0.0, 1.0), abs=1e-6)
+    down = {"LeftUpperArm": (0.0, 0.0, np.sqrt(0.5), np.sqrt(0.5)),
+            "RightUpperArm": (0.0, 0.0, -np.sqrt(0.5), np.sqrt(0.5))}
+    for name, b in home.items():
+        assert b[4:8] == pytest.approx(down.get(name, (0.0, 0.0, 0.0, 1.0)), abs=1e-6), name
     assert home["LeftUpperLeg"][1] < 0 < home["RightUpperLeg"][1]
     assert home["Hips"][2] == pytest.approx(sk.links[0].offset[2], abs=1e-6)   # Y up
     _check_vmc(sk, sk.home, first, out)
@@ -138,6 +143,69 @@ def test_vmc_real_bvh_clip_matches_fk(receiver):
         start = e + 1
 
 
+@pytest.mark.skipif(not os.path.isdir(DATA), reason="../shared/data/bvh is absent")
+def test_vmc_one_take_in_two_skeletons_points_the_avatars_limbs_alike():
+    """CMU 05_20 as MotionBuilder (rest: arms hanging) and Daz (rest: T-pose) skeletons: the
+    bones of an avatar driven by either stream point the same way (upper arms, thighs,
+    shanks within 9 deg at every 20th frame). Relative to the rest pose instead, the -mb upper
+    arms were 80-90 deg off."""
+    from scipy.spatial.transform import Rotation
+
+    from device.outputs.tpose import DIRECTIONS
+    from host.bvh import read_bvh
+
+    def directions(name):
+        st = read_bvh(os.path.join(DATA, name))
+        out = VmcOutput(st.skeleton, port=None)
+        parent = {b: (out.bone_names[out.links.index(p)] if p >= 0 else None)
+                  for b, p in zip(out.bone_names, out.parents)}
+        res = []
+        for f in range(0, st.values.shape[1], 20):
+            world, d = {}, {}
+            for b, _, q in out.bones(st.values[:, f])[1]:
+                R = Rotation.from_quat(q).as_matrix()
+                world[b] = R if parent[b] is None else world[parent[b]] @ R
+                d[b] = world[b] @ np.array(DIRECTIONS.get(b, (0.0, 1.0, 0.0)))
+            res.append(d)
+        return res
+
+    a, b = directions("05_20-mb.bvh"), directions("05_20-daz.bvh")
+    for bone in ("LeftUpperArm", "RightUpperArm", "LeftUpperLeg", "RightUpperLeg",
+                 "LeftLowerLeg", "RightLowerLeg"):
+        ang = [np.degrees(np.arccos(np.clip(x[bone] @ y[bone], -1, 1))) for x, y in zip(a, b)]
+        assert max(ang) < 9.0, (bone, max(ang))
+
+
+@pytest.mark.skipif(not os.path.isdir(DATA), reason="../shared/data/bvh is absent")
+def test_vmc_rest_pose_that_is_no_pose_gives_way_to_the_first_frame():
+    """Bandai-Namco's BVH rest pose lays every bone along X: the T-pose is taken from the first
+    frame sent (standing), so the spine stands on the hips (local spine rotation small) and
+    the legs hang, instead of a 90-deg twist or a leg pointing up."""
+    from scipy.spatial.transform import Rotation
+
+    from device.outputs.tpose import stands
+    from host.bvh import read_bvh
+    st = read_bvh(os.path.join(DATA, "dataset-1_kick_normal_001.bvh"))
+    out = VmcOutput(st.skeleton, port=None)
+    assert out.tpose is None                         # decided on the first frame
+    _, bones = out.bones(st.values[:, 0])
+    rot = {b: np.degrees(np.linalg.norm(Rotation.from_quat(q).as_rotvec())) for b, _, q in bones}
+    assert rot["Spine"] < 10 and rot["Chest"] < 10
+    q = {b: Rotation.from_quat(q) for b, _, q in bones}
+    for side in ("Left", "Right"):                   # thighs within 45 deg of hanging down
+        thigh = (q["Hips"] * q[side + "UpperLeg"]).apply([0.0, -1.0, 0.0])
+        assert thigh[1] < -np.cos(np.radians(45.0)), (side, thigh)
+    sk = human_model()
+    assert stands(*_rest_positions(VmcOutput(sk, port=None), sk.home))
+
+
+def _rest_positions(out, q):
+    pose = forward_kinematics(out.skeleton, q)
+    idx = {l: k for k, l in enumerate(out.links)}
+    return (out.bone_names, [idx.get(p, -1) for p in out.parents],
+            [out.M @ pose.link_pos_m[i] for i in out.links])
+
+
 def test_vmc_bad_input():
     sk = human_model()
     with pytest.raises(ValueError):
@@ -145,9 +213,10 @@ def test_vmc_bad_input():
     out = VmcOutput(sk, port=None)
     with pytest.raises(ValueError):
         out.bones(np.zeros(3))
-    q = np.full(sk.ndof, np.nan)            # all missing: the rest pose
+    q = np.full(sk.ndof, np.nan)            # all missing: the rest pose (arms hanging)
     _, bones = out.bones(q)
-    assert all(np.allclose(b[2], [0, 0, 0, 1]) for b in bones)
+    _, rest = out.bones(sk.home)
+    assert all(np.allclose(a[2], b[2]) for a, b in zip(bones, rest))
     R = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])   # 90 deg about z
     np.testing.assert_allclose(quat_xyzw(R), [0, 0, np.sqrt(0.5), np.sqrt(0.5)], atol=1e-12)
 

@@ -54,6 +54,21 @@ def resample(values, from_fps, to_fps):
     return np.stack([np.interp(t_out, t_in, v[:, r]) for r in range(v.shape[1])], axis=1)
 
 
+def _best_pending(best, sps):
+    """A decided match (ratio, (dist, start, end, now), threshold) or, if better, another
+    template's candidate still waiting for its own decision over an overlapping stretch and
+    ending before now (so, like every report, it ends before the frame that decides it): the
+    gesture is reported once, now, with the closest alignment known (the other templates are
+    suppressed over that stretch as soon as it is reported)."""
+    ratio, (dist, fs, fe, fnow), thr = best
+    for sp in sps:
+        if sp.cand is not None:
+            d, cs, ce = sp.cand
+            if cs <= fe and fs <= ce and ce < fnow and d / sp.threshold < ratio:
+                ratio, dist, fs, fe, thr = d / sp.threshold, d, cs, ce, sp.threshold
+    return ratio, (dist, fs, fe, fnow), thr
+
+
 class Recognizer:
     """Streams frames through every gesture's matchers (see the module docstring)."""
 
@@ -129,6 +144,7 @@ class Recognizer:
                 if h is not None and (best is None or h[0] / sp.threshold < best[0]):
                     best = (h[0] / sp.threshold, h, sp.threshold)
             if best is not None:
+                best = _best_pending(best, sps)
                 hits.append((best[0], g, best[1], sps, best[2]))
         return self._decide(hits, t_s)
 

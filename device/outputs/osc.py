@@ -8,7 +8,8 @@
 Address space (prefix "/motionstaff" by default, all floats are 32-bit):
 
     /motionstaff/rows   s s s ...     the row names, in order: sent with the first frame and
-                                      again every `announce_every_s` seconds (late listeners)
+                                      again every `announce_every_s` seconds of the
+                                      frames' time, forwards or backwards (late listeners)
     /motionstaff/units  s s s ...     the rows' units ("deg", "m", ...), sent with /rows
     /motionstaff/frame  i f f f ...   frame index, time in s, then one value per row (row
                                       units; NaN = missing)
@@ -18,15 +19,20 @@ Messages of one frame travel in one OSC bundle (immediate time tag), so a receiv
 frame whole or not at all; only where that bundle would exceed MAX_DATAGRAM bytes (python-osc's
 and socketserver's receive buffer, 8192: the /rows announcement plus --per-row messages of a
 staff with a hundred rows) is it split into several bundles, in order, /frame always whole.
-UDP loses packets silently; nothing waits for the receiver.
+UDP loses packets silently; nothing waits for the receiver. The client socket is non-blocking:
+a datagram the system cannot take because its send buffer is full (BlockingIOError, EAGAIN,
+ENOBUFS) is dropped and counted in `dropped`, and the stream goes on; any other send error
+ends it with one line naming the target.
 """
 
+import errno
 import math
 import socket
 
 MAX_DATAGRAM = 8192
 _BUNDLE_HEAD = 16             # "#bundle\0" and the time tag
 RESERVED = " #*,/?[]{}"       # characters OSC reserves in an address part
+_BUFFER_FULL = {errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS}
 
 
 def parse_target(text, default_port=9000):
@@ -114,14 +120,26 @@ def split_bundles(built, limit=MAX_DATAGRAM):
     return groups
 
 
+def send_buffer_full(e):
+    """True for an OSError that only says the socket's send buffer is full right now (the
+    client socket is non-blocking): BlockingIOError, EAGAIN/EWOULDBLOCK or ENOBUFS."""
+    return isinstance(e, BlockingIOError) or getattr(e, "errno", None) in _BUFFER_FULL
+
+
 def send_frame(client, messages, what):
     """Send one frame's [(address, args), ...]: one bundle, or several in order where one would
-    exceed MAX_DATAGRAM; a send error names what ('OSC target HOST:PORT')."""
-    try:
-        for group in split_bundles([_message(address, args) for address, args in messages]):
+    exceed MAX_DATAGRAM. Returns the number of datagrams dropped because the send buffer was
+    full (a live stream goes on without them); any other send error names what ('OSC target
+    HOST:PORT')."""
+    dropped = 0
+    for group in split_bundles([_message(address, args) for address, args in messages]):
+        try:
             client.send(_bundle(group))
-    except OSError as e:
-        raise OSError("%s: %s" % (what, e.strerror or e)) from None
+        except OSError as e:
+            if not send_buffer_full(e):
+                raise OSError("%s: %s" % (what, e.strerror or e)) from None
+            dropped += 1
+    return dropped
 
 
 def check_prefix(prefix):
@@ -157,8 +175,10 @@ class OscOutput:
         self.announce_every_s = float(announce_every_s)
         self.host, self.port = host, port
         self.client = _client(host, port)
-        self._announced_t = None
+        self._last_t = None           # the time of the previous frame
+        self._travelled_s = 0.0       # time travelled since the last /rows announcement
         self.frames_sent = 0
+        self.dropped = 0              # datagrams dropped: the send buffer was full
 
     def messages(self, frame_index, t_s, values):
         """The (address, args) messages of one frame."""
@@ -166,18 +186,31 @@ class OscOutput:
         if len(vals) != len(self.row_names):
             raise ValueError("OSC output: frame has %d values for %d rows" % (len(vals), len(self.row_names)))
         out = []
-        if self._announced_t is None or t_s - self._announced_t >= self.announce_every_s or t_s < self._announced_t:
+        if self._announce_due(float(t_s)):
             out.append((self.prefix + "/rows", self.row_names))
             out.append((self.prefix + "/units", self.units))
-            self._announced_t = t_s
         out.append((self.prefix + "/frame", [int(frame_index), float(t_s)] + vals))
         if self.per_row:
             out.extend((a, [v]) for a, v in zip(self.row_addresses, vals))
         return out
 
+    def _announce_due(self, t_s):
+        """True on the first frame and whenever the frames' times have travelled
+        announce_every_s since the last announcement, forwards or backwards (play --reverse,
+        a --loop restart)."""
+        if self._last_t is None:
+            due = True
+        else:
+            self._travelled_s += abs(t_s - self._last_t)
+            due = self._travelled_s >= self.announce_every_s - 1e-9     # rounding of k / fps sums
+        self._last_t = t_s
+        if due:
+            self._travelled_s = 0.0
+        return due
+
     def __call__(self, frame_index, t_s, values, codes=None):
-        send_frame(self.client, self.messages(frame_index, t_s, values),
-                   "OSC target %s:%d" % (self.host, self.port))
+        self.dropped += send_frame(self.client, self.messages(frame_index, t_s, values),
+                                   "OSC target %s:%d" % (self.host, self.port))
         self.frames_sent += 1
 
     def close(self):

@@ -21,9 +21,12 @@ Coordinates are Unity's: left-handed, Y up, Z forward, X to the right, metres. T
 unity = (-x, y, z); rotations are conjugated by the same reflection (R_u = M R M^T), so they
 stay proper. Hips carries the pelvis pose relative to the root; every other bone its offset and
 rotation relative to the nearest ancestor that is a humanoid bone, from forward kinematics.
-Rotations are relative to the skeleton's rest pose (for the human model: standing, arms down,
-every link frame aligned with the body; for BVH: the file's rest pose). Bones are mapped from
-link names: the human model, Bandai-Namco, CMU/Hahne max and MotionBuilder, and Daz skeletons.
+Rotations are those of a normalised humanoid, as receivers expect: every bone is identity in
+Unity's T-pose (arms straight out, legs and spine straight). The T-pose is found from the
+skeleton's rest pose (device/outputs/tpose.py), which for the human model and CMU's
+MotionBuilder conversions has the arms hanging; a rest pose that is no standing pose
+(Bandai-Namco's lays every bone along X) gives way to the first frame sent. Bones are mapped from link names: the human
+model, Bandai-Namco, CMU/Hahne max and MotionBuilder, and Daz skeletons.
 """
 
 import numpy as np
@@ -111,6 +114,20 @@ def quat_xyzw(R):
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
+def rest_values(skeleton):
+    """The skeleton's rest pose as dof values: home, except that a BVH joint whose position
+    channels replace its OFFSET (Bandai-Namco: every joint has them) sits at that OFFSET, the
+    file's rest geometry (skeleton.meta["bvh_offsets"], in the channels' units)."""
+    q = np.array(skeleton.home, float)
+    offsets = (skeleton.meta or {}).get("bvh_offsets") or {}
+    names = skeleton.link_names
+    for k, d in enumerate(skeleton.dofs):
+        off = offsets.get(names[d.link] if isinstance(d.link, int) else d.link)
+        if off is not None and d.kind == "translation":
+            q[k] = float(np.dot(off, d.axis))
+    return q
+
+
 class VmcOutput:
     """Sends each frame's bones in the VMC protocol (see the module docstring)."""
 
@@ -137,9 +154,14 @@ class VmcOutput:
                 p = skeleton.links[p].parent
             self.parents.append(p)
         self.M = to_unity_matrix(skeleton)
+        # {bone: its world rotation in the T-pose, Unity axes}: from the rest pose, or from the
+        # first frame sent when the rest pose is no standing pose (tpose.stands)
+        self.tpose = self._tpose(rest_values(skeleton), need_standing=True)
+        self._T = None if self.tpose is None else [self.tpose[b] for b in self.bone_names]
         self.host, self.port = host, port
         self.client = _client(host, port, "VMC target") if port is not None else None
         self.frames_sent = 0
+        self.dropped = 0              # datagrams dropped: the send buffer was full
 
     def bones(self, q):
         """(root (pos (3,), quat (4,)), [(bone name, local pos (3,), local quat xyzw (4,))])."""
@@ -148,18 +170,35 @@ class VmcOutput:
             raise ValueError("VMC output: frame has %d values for %d dofs" % (q.size, self.skeleton.ndof))
         if np.isnan(q).any():
             q = np.where(np.isnan(q), self.skeleton.home, q)   # missing: the rest value
+        if self._T is None:
+            self.tpose = self._tpose(q)
+            self._T = [self.tpose[b] for b in self.bone_names]
         pose = forward_kinematics(self.skeleton, q)
         M = self.M
+        # every bone's world rotation relative to its T-pose, in Unity axes: N = M W M' T'
+        N = {i: M @ pose.link_rot[i] @ M.T @ T.T for i, T in zip(self.links, self._T)}
         out = []
         for name, i, p in zip(self.bone_names, self.links, self.parents):
-            if p < 0:
-                Rp, pp = np.eye(3), np.zeros(3)
-            else:
-                Rp, pp = pose.link_rot[p], pose.link_pos_m[p]
-            R_local = Rp.T @ pose.link_rot[i]
-            p_local = Rp.T @ (pose.link_pos_m[i] - pp)
-            out.append((name, M @ p_local, quat_xyzw(M @ R_local @ M.T)))
+            Np, pp = (np.eye(3), np.zeros(3)) if p < 0 else (N[p], M @ pose.link_pos_m[p])
+            # local to the parent bone: L = Np' N, offset Np' (P - Pp)
+            R_local = Np.T @ N[i]
+            p_local = Np.T @ (M @ pose.link_pos_m[i] - pp)
+            out.append((name, p_local, quat_xyzw(R_local)))
         return (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])), out
+
+    def _tpose(self, q, need_standing=False):
+        """{bone: world rotation in the T-pose} from the pose q (device/outputs/tpose.py);
+        None if need_standing and q is no standing pose."""
+        from device.outputs.tpose import stands, tpose_rotations
+        pose = forward_kinematics(self.skeleton, q)
+        M = self.M
+        idx = {l: k for k, l in enumerate(self.links)}
+        parents = [idx.get(p, -1) for p in self.parents]
+        pos = [M @ pose.link_pos_m[i] for i in self.links]
+        if need_standing and not stands(self.bone_names, parents, pos):
+            return None
+        return tpose_rotations(self.bone_names, parents, pos,
+                               [M @ pose.link_rot[i] @ M.T for i in self.links])
 
     def messages(self, t_s, q):
         (rp, rq), bones = self.bones(q)
@@ -171,7 +210,8 @@ class VmcOutput:
         return msgs
 
     def __call__(self, frame_index, t_s, values, codes=None):
-        send_frame(self.client, self.messages(t_s, values), "VMC target %s:%d" % (self.host, self.port))
+        self.dropped += send_frame(self.client, self.messages(t_s, values),
+                                   "VMC target %s:%d" % (self.host, self.port))
         self.frames_sent += 1
 
     def close(self):

@@ -173,11 +173,13 @@ class Player:
             self._sleep(d)
 
     def play(self, values, fps, speed=1.0, loop=False, reverse=False, first=0, last=None,
-             progress=None, stop=None):
+             progress=None, stop=None, on_frame=None):
         """Stream columns of values (rows x frames, NaN = missing) paced by absolute deadlines.
 
         Frame k of a pass is due at t0 + k / (fps * speed); a late frame is sent at once and
         frames already overdue by more than one period are skipped (never drift, never rush).
+        on_frame(k, column) is called after each frame sent, k its index in values (skipped
+        frames are not sent, so not reported).
         """
         nframes = len(values[0]) if len(values) else 0
         last = nframes if last is None else min(last, nframes)
@@ -205,7 +207,10 @@ class Player:
                     self.stats["late"] += 1
                 else:
                     self._sleep_until(due)
-                self.send_frame(col(k), t0 + j * step_s)
+                column = col(k)
+                self.send_frame(column, t0 + j * step_s)
+                if on_frame is not None:
+                    on_frame(k, column)
                 t_media += 1.0 / fps
                 if progress is not None:
                     progress(1)

@@ -1,14 +1,17 @@
-"""`motionstaff gestures`: learn gestures from example staffs, list them, run the recogniser.
+"""`motionstaff gestures`: learn gestures from example staffs, list or remove them, run the
+recogniser.
 
     motionstaff gestures learn kick kick.bvh@1.6:2.5 kick.bvh@6.0:6.9 --command "osc:/tv/power 1"
     motionstaff gestures learn wave wave1.png wave2.png --negative walk.png --rows r_shoulder_abd_deg,r_elbow_deg
     motionstaff gestures list [--library gestures.json]
+    motionstaff gestures remove kick [--library gestures.json]
     motionstaff gestures run dance.bvh [--library gestures.json] [--osc-target 127.0.0.1:9000] [--dry-run]
     motionstaff gestures run --from-capture [--config unit.json] [--seconds 20]
 
 An example is a staff file (any format host.formats reads) or a cut of one, PATH@START:END in
 seconds. `learn` adds (or replaces) the gesture in the library file, with thresholds learned
-from the examples and the negatives (host/gestures/learn.py). `run` prints one line per match
+from the examples and the negatives (host/gestures/learn.py); `remove` drops one (the file is
+rewritten atomically either way). `run` prints one line per match
 (`--json` for JSON lines) and performs the gesture's command (host/gestures/actions.py).
 """
 
@@ -46,6 +49,9 @@ def add_arguments(p):
     lp.add_argument("--library", default="gestures.json")
     ls = sub.add_parser("list", help="list the gestures of a library")
     ls.add_argument("--library", default="gestures.json")
+    rm = sub.add_parser("remove", help="remove a gesture from a library")
+    rm.add_argument("name")
+    rm.add_argument("--library", default="gestures.json")
     rp = sub.add_parser("run", help="recognise gestures in a staff file or live capture")
     rp.add_argument("file", nargs="?")
     rp.add_argument("--from-capture", action="store_true", help="run on the capture unit's live estimate")
@@ -175,6 +181,19 @@ def _list(args):
     return 0
 
 
+def _remove(args):
+    """Drop the named gesture and write the library back atomically (as learn does)."""
+    from device.gestures.library import load_library, save_library
+    lib = load_library(args.library)
+    kept = [g for g in lib if g.name != args.name]
+    if len(kept) == len(lib):
+        raise FormatError("%s: no gesture named %r (the library has: %s)"
+                          % (args.library, args.name, ", ".join(g.name for g in lib) or "none"))
+    save_library(args.library, kept)
+    print("%s: removed %r, %d gesture(s) left" % (args.library, args.name, len(kept)))
+    return 0
+
+
 def _reporter(args, actions):
     def report(m):
         if args.json:
@@ -247,4 +266,4 @@ def _capture(args, lib, report):
 
 
 def run(args):
-    return {"learn": _learn, "list": _list, "run": _run}[args.action](args)
+    return {"learn": _learn, "list": _list, "remove": _remove, "run": _run}[args.action](args)

@@ -4,7 +4,8 @@
     motionstaff play 131_01.bvh --port /dev/pts/4 --robot op3-dynamixel --speed 0.5 --loop
 
 Frames are paced by absolute deadlines; Ctrl-C (or the end) leaves the robot in its failsafe
-state; a summary of what was sent is printed at the end. STAFF is a staff PNG or a BVH file.
+state; a summary of what was sent is printed at the end. STAFF is any motion file
+host.formats reads (staff PNG, BVH, CSV, C3D, the unit's .msr recording).
 `--osc HOST:PORT` / `--vmc HOST:PORT` also stream every frame sent to the robot (docs/osc.md).
 """
 
@@ -15,7 +16,7 @@ HELP = "play a staff on a robot through its servo controller, in real time"
 
 
 def add_arguments(p):
-    p.add_argument("staff", help="staff file (.png) or a BVH clip")
+    p.add_argument("staff", help="a motion file: staff PNG, BVH, CSV, C3D, .msr (any host.formats reads)")
     p.add_argument("--port", required=True, help="serial port or URL (pty path, loop://), or I2C URL")
     p.add_argument("--controller", help="controller protocol (default: the robot's)")
     p.add_argument("--robot", required=True, help="robot description file or built-in name")
@@ -35,39 +36,33 @@ def add_arguments(p):
 
 
 def load_staff(path):
-    if path.lower().endswith(".bvh"):
-        from host.bvh import read_bvh
-        return read_bvh(path)
-    try:
-        from host.stafffile import read_staff
-    except ImportError:
-        raise OSError("%s: reading staff files needs host/stafffile.py" % path)
-    return read_staff(path)
+    """The motion to play, from any format host.formats reads (by extension); FormatError or
+    OSError (one line) for a file it cannot read."""
+    from host.formats import read_motion
+    return read_motion(path)
 
 
-def _stream_outputs(args, staff, player, driver):
-    """--osc / --vmc: OSC and VMC outputs fed every frame the player sends to the robot (frame
-    index and time count the frames sent: k, k / fps)."""
+def _stream_outputs(args, staff, driver):
+    """--osc / --vmc: (outputs, on_frame) where on_frame(k, values) streams a frame the player
+    sent to the robot. The frame index counts the frames sent (0, 1, 2, ...: a gap is a lost
+    datagram); the time is the motion's own, k / fps of the source frame k, so frames skipped to
+    stay real time leave the times as they are in the staff."""
     if not (getattr(args, "osc", None) or getattr(args, "vmc", None)):
-        return []
+        return [], None
     from host.commands.stream import outputs_for
     try:
         outs = outputs_for(staff, args.osc, args.vmc)
     except Exception:
         driver.close()
         raise
-    send = player.send_frame
     sent = [0]
 
-    def send_and_stream(values, t_s=None):
-        out = send(values, t_s)
-        k = sent[0]
+    def on_frame(k, values):
+        n = sent[0]
         sent[0] += 1
         for o in outs:
-            o(k, k / staff.fps, values, None)
-        return out
-    player.send_frame = send_and_stream
-    return outs
+            o(n, k / staff.fps, values, None)
+    return outs, on_frame
 
 
 def run(args):
@@ -88,7 +83,7 @@ def run(args):
     opts = dict(robot.options)
     driver = open_driver(controller, args.port, baud=args.baud or robot.baud, **opts)
     player = Player(robot, driver, row_names=staff.names, mapping=args.mapping)
-    outs = _stream_outputs(args, staff, player, driver)
+    outs, on_frame = _stream_outputs(args, staff, driver)
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
@@ -99,7 +94,7 @@ def run(args):
         player.start()
         summary = player.play(staff.values, staff.fps, speed=args.speed, loop=args.loop,
                               reverse=args.reverse, first=first, last=last,
-                              progress=bar.update if bar is not None else None)
+                              progress=bar.update if bar is not None else None, on_frame=on_frame)
     except KeyboardInterrupt:
         interrupted = True
         summary = player._summary(0, 0.0)
@@ -114,6 +109,8 @@ def run(args):
     summary["mapping"] = getattr(robot, "mapping_used", None)
     summary["servos_driven"] = len(player.rows)
     summary["failsafe"] = player.failsafe_action
+    if outs:
+        summary["stream_dropped"] = sum(out.dropped for out in outs)   # send buffer full
     if args.json:
         print(json.dumps(summary))
     else:
@@ -124,5 +121,7 @@ def run(args):
                                   summary["servos_driven"], robot.name, controller, summary["mapping"],
                                   d["bytes"], summary["send_errors"], summary["limiter_clamped"],
                                   summary["limiter_rate_limited"], summary["limiter_invalid"],
-                                  summary["failsafe"], " (interrupted)" if interrupted else ""))
+                                  summary["failsafe"], " (interrupted)" if interrupted else "")
+              + ("; OSC/VMC: %d datagram(s) dropped (send buffer full)" % summary["stream_dropped"]
+                 if summary.get("stream_dropped") else ""))
     return 130 if interrupted else 0

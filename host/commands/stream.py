@@ -75,7 +75,9 @@ def run(args):
     finally:
         for out in outs:
             out.close()
-    print("streamed %d frames of %s (%g fps) to %s" % (
+    dropped = sum(out.dropped for out in outs)
+    print("streamed %d frames of %s (%g fps) to %s%s" % (
         sent, args.staff, staff.fps, ", ".join(x for x in ("osc " + (args.osc or ""), "vmc " + (args.vmc or ""))
-                                           if not x.endswith(" "))))
+                                           if not x.endswith(" ")),
+        "; %d datagram(s) dropped (send buffer full)" % dropped if dropped else ""))
     return 0

@@ -8,7 +8,10 @@
 A gesture's command is one string, by its prefix:
 
     osc:/tv/power 1 on                 OSC message to the run's --osc-target: address, then
-                                       arguments (ints, floats, else strings)
+                                       arguments (ints, floats, else strings); an argument
+                                       {confidence} or {t_s} alone goes as a float, {name}
+                                       alone as a string, and inside other text they are
+                                       filled in (a string)
     osc://10.0.0.5:9000/tv/power 1     OSC message to that host and port
     serial:loop:// POWER ON            the line "POWER ON\\n" to the serial port URL (pyserial
                                        serial_for_url: /dev/ttyUSB0, COM3, loop://, socket://..);
@@ -37,6 +40,20 @@ def fill(text, values):
     for k in PLACEHOLDERS:
         text = text.replace("{%s}" % k, values[k])
     return text
+
+
+def osc_args(args, match, values):
+    """A command's OSC arguments for one match: an argument that is exactly {confidence} or
+    {t_s} becomes that number (a float), {name} the name; other strings are filled in as text;
+    numbers stay as parsed."""
+    exact = {"{name}": match.name, "{confidence}": float(match.confidence),
+             "{t_s}": float(match.t_end_s)}
+    out = []
+    for a in args:
+        if isinstance(a, str):
+            a = exact[a] if a in exact else fill(a, values)
+        out.append(a)
+    return out
 
 
 def _split(command, text):
@@ -117,6 +134,7 @@ class Actions:
         values = {"name": match.name, "confidence": "%.3f" % match.confidence, "t_s": "%.3f" % match.t_end_s}
         if kind == "osc":
             target, address, args = det
+            args = osc_args(args, match, values)
             target = target or self.osc_target
             what = (target, address, args)
             if not self.dry_run:
