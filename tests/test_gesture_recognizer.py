@@ -251,7 +251,7 @@ def test_actions_osc_serial_exec(tmp_path, osc_receiver):
     act.close()
     assert out.read_text() == "kick:0.800"
     assert parse_command("osc://10.1.2.3:7000/a/b x") == ("osc", (("10.1.2.3", 7000), "/a/b", ["x"]))
-    for bad in ("osc:noslash", "osc://h:x/a", "serial:", "exec:", "shell:rm"):
+    for bad in ("osc:noslash", "osc://h:x/a", "serial:", "exec:", "shell:", "sh:rm"):
         with pytest.raises(FormatError):
             parse_command(bad)
 
@@ -453,6 +453,25 @@ def test_gesture_ending_on_the_last_frame_of_a_recording_is_reported(tmp_path, c
     assert main(["gestures", "run", src, "--library", lib, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "bump" in out and "1 match(es)" in out
+
+
+def test_shell_commands_run_in_the_shell_with_quoted_values(tmp_path):
+    """shell: runs a command line in the system shell (here a redirection), with {name} shell-
+    quoted: a gesture named with shell syntax stays one word and runs nothing."""
+    from device.gestures.recognizer import Match
+    from host.gestures.actions import Actions, parse_command
+    out = tmp_path / "log.txt"
+    assert parse_command("shell:echo {name} >> %s" % out) == ("shell", "echo {name} >> %s" % out)
+    act = Actions()
+    m = Match("kick; touch %s" % (tmp_path / "pwned"), "shell:printf '%%s|' {name} {confidence} >> %s" % out,
+              0.8, 0.1, 0.5, 0, 10, 12, 0.0, 0.33, 0.4)
+    kind, line = act.perform(m)
+    act.close()                                          # waits for the command to finish
+    assert kind == "shell"
+    assert out.read_text() == "kick; touch %s|0.800|" % (tmp_path / "pwned")
+    assert not (tmp_path / "pwned").exists()
+    with pytest.raises(OSError, match="gesture 'x'"):
+        Actions().perform(m._replace(name="x", command="exec:/nonexistent/program"))
 
 
 def test_a_decided_match_reports_the_closest_pending_alignment():

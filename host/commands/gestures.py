@@ -32,7 +32,7 @@ def add_arguments(p):
     lp.add_argument("staffs", nargs="+", metavar="STAFF[@START:END]",
                     help="examples: staff files or cuts in seconds")
     lp.add_argument("--command", default="", help="osc:/ADDR ARGS | osc://HOST:PORT/ADDR ARGS | "
-                    "serial:URL LINE | exec:PROGRAM ARGS")
+                    "serial:URL LINE | exec:PROGRAM ARGS | shell:COMMAND LINE")
     lp.add_argument("--rows", default="", help="comma-separated rows (body features or staff rows); "
                     "default: chosen by the examples' motion energy")
     lp.add_argument("--negative", nargs="*", default=[], metavar="STAFF[@START:END]",

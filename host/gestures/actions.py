@@ -18,10 +18,13 @@ A gesture's command is one string, by its prefix:
                                        {name} {confidence} {t_s} are filled in
     exec:notify-send "gesture {name}"  a program run with an argument list (shlex split, never a
                                        shell); {name} {confidence} {t_s} are filled in
+    shell:echo {name} >> gestures.log  a command line run by the system shell (/bin/sh -c; pipes,
+                                       redirections); {name} {confidence} {t_s} are filled in
+                                       shell-quoted, so a name cannot inject shell syntax
     (empty)                            nothing beyond the printed report
 
 Only those three placeholders are replaced; any other brace stays as written (a JSON line
-on a serial port goes out verbatim). Programs run in the background with a timeout (`exec_timeout_s`), so the recogniser never
+on a serial port goes out verbatim). Programs and shell commands run in the background with a timeout (`exec_timeout_s`), so the recogniser never
 waits on them; at most one run per gesture at a time (a new match while it runs is skipped).
 """
 
@@ -74,7 +77,8 @@ def _arg(text):
 
 
 def parse_command(command):
-    """(kind, details) of a command string; FormatError if malformed. kind: osc|serial|exec|none."""
+    """(kind, details) of a command string; FormatError if malformed.
+    kind: osc|serial|exec|shell|none."""
     c = (command or "").strip()
     if not c:
         return "none", None
@@ -104,7 +108,11 @@ def parse_command(command):
         if not argv:
             raise FormatError("command %r: exec: needs a program" % c)
         return "exec", argv
-    raise FormatError("command %r: must start with osc:, serial: or exec:" % c)
+    if kind == "shell":
+        if not rest.strip():
+            raise FormatError("command %r: shell: needs a command line" % c)
+        return "shell", rest.strip()
+    raise FormatError("command %r: must start with osc:, serial:, exec: or shell:" % c)
 
 
 def _reason(e):
@@ -153,16 +161,27 @@ class Actions:
             if not self.dry_run:
                 self._write_line(match.name, url, what[1])
         else:
-            argv = [fill(a, values) for a in det]
-            what = argv
+            if kind == "shell":         # values shell-quoted: a name is one word, never syntax
+                what = fill(det, {k: shlex.quote(v) for k, v in values.items()})
+            else:
+                what = [fill(a, values) for a in det]
             if not self.dry_run:
                 p = self._procs.get(match.name)
                 if p is not None and p.poll() is None:
-                    self.log.append((match.name, "skipped", argv))
+                    self.log.append((match.name, "skipped", what))
                     return None
-                self._procs[match.name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+                self._procs[match.name] = self._start(match.name, kind, what)
         self.log.append((match.name, kind, what))
         return kind, what
+
+    @staticmethod
+    def _start(name, kind, what):
+        """The running process of an exec: argv or a shell: line; a failure names the gesture."""
+        try:
+            return subprocess.Popen(what, shell=kind == "shell", stdin=subprocess.DEVNULL)
+        except OSError as e:
+            raise OSError("gesture %r: %s: %s" % (name, what[0] if kind == "exec" else "shell",
+                                                  e.strerror or e)) from None
 
     def _write_line(self, name, url, line):
         """line + newline to the serial port url (opened on first use); errors name both."""
