@@ -135,6 +135,26 @@ def size_tempo_table(clips):
         spring.VELOCITY_FACTOR = keep
 
 
+def extra_section(clips, bvh_folder, hold_frames):
+    """walk_stop: a gesture the method was not developed on (host/gestures/evaluate_extra.py)."""
+    from host.gestures.evaluate import definition_evidence
+    from host.gestures.evaluate_extra import ROWS_STOP, evaluate_walk_stop, walk_stop_labels
+    labels = walk_stop_labels(definition_evidence(bvh_folder, FPS))
+    print("\n## a gesture the method was not developed on: walk_stop\n")
+    print("Fixed before it was run (definition, rows = walk_start's, the headline protocol) and "
+          "reported as it came out. Labels, measured: %s.\n" % ", ".join("%s@%d-%d" % l for l in labels))
+    print("| trained on | tested on | rows | threshold | found | closest template / its threshold "
+          "| false positives |")
+    print("|---|---|---|---|---|---|---|")
+    for r in evaluate_walk_stop(clips, labels, hold_frames):
+        print("| %s@%d-%d | %s@%d-%d | %d | %.3f | %s | %.2f (%s) | %s |" % (
+            *r["train"], *r["test"], len(ROWS_STOP), r["threshold"], "yes" if r["found"] else "NO",
+            r["nearest"][0], r["nearest"][1], ", ".join(r["false_positives"]) or "0"))
+    print("\nThe two stops differ in pace: 131_01 stops from its walk (pelvis 1.5-1.9 leg/s, last "
+          "stride 0.6 leg high), 131_03 from a short walk-off after the hop (0.7-1.3 leg/s, last "
+          "stride 0.4 leg). Taught with one, the other is not found and nothing else fires.")
+
+
 def c3d_section(clips, cache, bvh_folder, c3d_folder, hold_frames):
     """Other capture technology (C3D marker captures through IK) and the three jump styles."""
     if not os.path.isdir(c3d_folder):
@@ -280,6 +300,7 @@ def main():
     rows, summary = evaluate(clips, a.hold_frames, auto_rows=True)
     table(rows, summary, "every gesture's rows chosen by motion energy")
 
+    extra_section(clips, a.data, a.hold_frames)
     c3d_section(clips, cache, a.data, a.c3d, a.hold_frames)
 
     # per-frame cost of the live path: FK + body features + SPRING for three gestures

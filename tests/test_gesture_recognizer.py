@@ -491,3 +491,18 @@ def test_a_decided_match_reports_the_closest_pending_alignment():
     assert _best_pending((0.8, (0.4, 10, 30, 31), 0.5), [now]) == decided
     decided = (0.8, (0.4, 10, 30, 32), 0.5)
     assert _best_pending(decided, [worse, better, apart]) == (0.2, (0.1, 12, 31, 32), 0.5)
+
+
+@need_data
+def test_walk_stop_labels_follow_their_definition():
+    """The extra gesture (not used to develop the method): the last stride's lift-off to the
+    stop, measured; the pelvis is under 0.3 leg/s for 0.3 s from the stop on, faster before."""
+    from host.gestures.evaluate import definition_evidence
+    from host.gestures.evaluate_extra import walk_stop_labels
+    ev = definition_evidence(DATA)
+    labels = walk_stop_labels(ev)
+    assert labels == [("131_01.bvh", 175, 201), ("131_03.bvh", 234, 255)]
+    for c, a, b in labels:
+        sp = ev[c]["speed"]
+        assert (sp[b:b + 9] < 0.3).all() and sp[b - 1] >= 0.3
+        assert max(ev[c]["feet"][s][0][a:b].max() for s in "lr") > 0.3

@@ -158,14 +158,14 @@ def cross_style(clips, jumps, hold_frames=1, fps=FPS, rows=None):
             if j == i:
                 continue
             hits = [m for m in rec.run_features(clips[cj]) if m.frame_start <= bj and aj <= m.frame_end]
-            near = _nearest(g, clips[cj], aj, bj)
+            near = nearest_ratio(g, clips[cj], aj, bj)
             out.append({"train": si, "test": sj, "threshold": g.threshold,
                         "found": bool(hits), "distance": hits[0].distance if hits else None,
                         "nearest": near})
     return out
 
 
-def _nearest(g, feats, a, b):
+def nearest_ratio(g, feats, a, b):
     """(distance / own threshold, template) of the template closest to its threshold over any
     match overlapping frames a..b: below 1 is a hit."""
     from device.gestures.features import NAMES
