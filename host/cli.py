@@ -22,6 +22,7 @@ COMMANDS = {
     "diff": "host.commands.diff",
     "show": "host.commands.show",
     "capture": "host.commands.capture",
+    "calibrate": "host.commands.calibrate",
     "play": "host.commands.play",
     "emulate": "host.commands.emulate",
     "robots": "host.commands.robots",

@@ -15,11 +15,13 @@
      "subject": {"clip": "builtin" | "walk.bvh", "seed": 1, "noise": {...}, "outages": [...],
                  "max_s": null | seconds retargeted} | null,   # ekf + body "clip": the human model
                                                                # performs the clip (capture/retarget.py)
-     "calibration": {"still_s": 1.0},
+     "calibration": {"still_s": 1.0},         # the still pose at the start of a capture
+     "sensor_calibration": null | "cal.json",   # per-sensor corrections from `motionstaff calibrate`
      "buses": {"main": "sim-i2c://0"},           # name -> URL (i2c://1 on a Pi)
      "sensors": [{"name": "l_thigh_imu", "chip": "bno055" | "mpu6050" | "mpu9250",
                   "bus": "main", "addr": 40, "mux": {"addr": 112, "channel": 0} | null,
-                  "link": "l_thigh", "position": [x, y, z], "mount_rpy_deg": [r, p, y]}],
+                  "link": "l_thigh", "position": [x, y, z], "mount_rpy_deg": [r, p, y],
+                  "sim": {...} | absent}],      # simulated chip errors (device/capture/unit.py)
      "camera": null | {"url": "sim-cam://", "calibration": {...} | "camera.json"},
      "replay": null | "replay:raw.jsonl",       # sensors from a raw log / x-io CSV / BROAD .mat
      "outputs": [{"kind": "packets", "url": "loop://"}, ...]}
@@ -130,6 +132,11 @@ def check(cfg, where="unit config"):
             if mux is not None and (not isinstance(mux, dict) or not 0 <= mux.get("channel", -1) <= 7
                                     or not 0x70 <= mux.get("addr", 0) <= 0x77):
                 raise FormatError("%s: 'mux' needs addr 0x70..0x77 and channel 0..7" % at)
+            if s.get("sim") is not None and not isinstance(s["sim"], dict):
+                raise FormatError("%s: 'sim' must be an object" % at)
+    scal = cfg.get("sensor_calibration")
+    if scal is not None and not isinstance(scal, (str, dict)):
+        raise FormatError("%s: 'sensor_calibration' must be a file name (or an inline object)" % where)
     outs = cfg.get("outputs", [])
     if not isinstance(outs, list):
         raise FormatError("%s: 'outputs' must be a list" % where)

@@ -36,7 +36,7 @@ FIELD_UT = 45.0
 
 class Subject:
     def __init__(self, skeleton, motion, sensors, seed=0, calib_s=1.0, blend_s=0.5, noise=None,
-                 outages=()):
+                 outages=(), chip_errors=None):
         self.sk = skeleton
         self.motion = motion
         self.calib_s = float(calib_s)
@@ -45,6 +45,7 @@ class Subject:
         self.noise.update(noise or {})
         self.rng = np.random.default_rng(seed)
         self.outages = [dict(o) for o in outages]
+        self.chip_errors = dict(chip_errors or {})   # sensor name -> its spec's "sim" object
         self.t_s = 0.0
         self._last_t = None
         self._fifo_next = None
@@ -217,6 +218,12 @@ class Subject:
 
     # -- the hardware ---------------------------------------------------------------------
     def _make_chip(self, s):
+        """A fresh simulated chip for sensor record s, with its spec's errors (also when an
+        outage brings it back)."""
+        return with_errors(self._new_chip(s), self.chip_errors.get(s["name"]))
+
+    @staticmethod
+    def _new_chip(s):
         if s["chip"] == "bno055":
             return SimBNO055(truth=lambda s=s: s["state"])
         st = s
@@ -267,3 +274,30 @@ class Subject:
 def _rpy(rpy_deg):
     r, p, y = np.radians(rpy_deg)
     return exp_so3(np.array([0, 0, y])) @ exp_so3(np.array([0, p, 0])) @ exp_so3(np.array([r, 0, 0]))
+
+
+def with_errors(chip, e):
+    """chip with the errors of a sensor spec's "sim" object e (None: unchanged): gyro_bias_dps,
+    accel_bias_m_s2, accel_scale (MPU), mag_hard_iron_ut, mag_soft_iron (AK8963), calib_stat
+    (BNO055)."""
+    if not e:
+        return chip
+    d2r = np.pi / 180.0
+    errs = {}
+    if "gyro_bias_dps" in e:
+        errs["gyro_bias_rad_s"] = tuple(float(x) * d2r for x in e["gyro_bias_dps"])
+    for key in ("accel_bias_m_s2", "accel_scale"):
+        if key in e:
+            errs[key] = tuple(float(x) for x in e[key])
+    if errs and hasattr(chip, "errors"):
+        chip.errors = errs
+    ak = getattr(chip, "ak", None)
+    if ak is not None:
+        if "mag_hard_iron_ut" in e:
+            ak.hard_iron_ut = tuple(float(x) for x in e["mag_hard_iron_ut"])
+        if "mag_soft_iron" in e:
+            ak.soft_iron = tuple(tuple(float(x) for x in r) for r in e["mag_soft_iron"])
+    if "calib_stat" in e and hasattr(chip, "calib_stat"):
+        chip.calib_stat = int(e["calib_stat"])
+        chip.regs[0x35] = chip.calib_stat & 0xFF
+    return chip

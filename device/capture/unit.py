@@ -14,6 +14,11 @@ The default estimator is the torque-state EKF ("ekf"): it gets device.estimate's
 (gyro minus the calibrated bias, specific force, 2D markers + camera). With a model estimator,
 body "clip" is the human model performing the clip (device/capture/retarget.py; unit.retargeted),
 and BLAS is limited to cfg["blas_threads"] (default 1) threads. See docs/capture.md.
+
+`"sensor_calibration": "cal.json"` (written by `motionstaff calibrate`, device/capture/calibration.py)
+corrects each named sensor's reading in read() (gyro bias, accel bias and scale, mag hard/soft
+iron); sensors without an entry pass through. A sensor spec's "sim" object gives its simulated
+chip errors (accel scale and bias, gyro bias, mag hard/soft iron, BNO055 calib_stat).
 """
 
 import importlib
@@ -133,9 +138,14 @@ class Unit:
             else:
                 motion = _synthetic_motion(sk, sub.get("seed", 1))
             self.subject = Subject(sk, motion, specs, seed=sub.get("seed", 1),
+                                   chip_errors={s["name"]: s["sim"] for s in specs if s.get("sim")},
                                    calib_s=sub.get("calib_s", 1.0), blend_s=sub.get("blend_s", 0.5),
                                    noise=sub.get("noise"), outages=sub.get("outages", ()))
         self.replay = replay
+        self.sensor_cal = {}
+        if replay is None and cfg.get("sensor_calibration"):
+            from device.capture.calibration import load_calibration
+            self.sensor_cal = load_calibration(cfg["sensor_calibration"])
         self.buses = {}
         self.slots = []
         self._chip = {}
@@ -226,8 +236,12 @@ class Unit:
             self.subject.advance(t_s)
         self.sim_s = time.perf_counter() - t0
         out = {}
+        cal = self.sensor_cal
         for slot in self.slots:
             out[slot.name] = normalise(self._chip[slot.name], slot.sample())
+            if slot.name in cal:
+                from device.capture.calibration import apply_reading
+                out[slot.name] = apply_reading(cal[slot.name], out[slot.name])
         if self.camera is not None:
             from device.sensors.markers import find_markers
             t0 = time.perf_counter()

@@ -8,6 +8,10 @@
 
 Fuse ROM values ASA are per-chip (given, default 0x80 0x80 0x80 = no adjustment); the data
 registers hold the field divided by the adjustment, in the AK8963's own axes, 0.15 uT/LSB.
+
+Hard and soft iron (for calibration tests; none by default): hard_iron_ut (3,) and soft_iron
+(3x3 rows) make the chip measure soft_iron @ field + hard_iron_ut (MPU axes) for the field
+truth() gives; SimMPU9250 passes them on, and its errors= to the MPU part.
 """
 
 import struct
@@ -17,10 +21,12 @@ from device.sensors.mpu6050_sim import SimMPU6050, _i16
 
 
 class SimAK8963(RegisterDevice):
-    def __init__(self, asa=(0x80, 0x80, 0x80), truth=None):
+    def __init__(self, asa=(0x80, 0x80, 0x80), truth=None, hard_iron_ut=None, soft_iron=None):
         RegisterDevice.__init__(self, {0x00: 0x48})
         self.asa = asa
         self.truth = truth
+        self.hard_iron_ut = hard_iron_ut
+        self.soft_iron = soft_iron
 
     def on_write(self, reg, data):
         for i in range(len(data)):
@@ -38,6 +44,14 @@ class SimAK8963(RegisterDevice):
             mode = self.regs[0x0A] & 0x0F
             if mode in (0x01, 0x02, 0x06) and self.truth is not None:
                 mx, my, mz = self.truth()                  # MPU axes -> AK8963 axes
+                if self.soft_iron is not None:
+                    S = self.soft_iron
+                    mx, my, mz = (S[0][0] * mx + S[0][1] * my + S[0][2] * mz,
+                                  S[1][0] * mx + S[1][1] * my + S[1][2] * mz,
+                                  S[2][0] * mx + S[2][1] * my + S[2][2] * mz)
+                if self.hard_iron_ut is not None:
+                    o = self.hard_iron_ut
+                    mx, my, mz = mx + o[0], my + o[1], mz + o[2]
                 h = (my, mx, -mz)
                 adj = [(a - 128) / 256.0 + 1.0 for a in self.asa]
                 words = [_i16(h[k] / 0.15 / adj[k]) for k in range(3)]
@@ -49,9 +63,10 @@ class SimAK8963(RegisterDevice):
 
 
 class SimMPU9250(SimMPU6050):
-    def __init__(self, truth=None, mag_truth=None, asa=(0x80, 0x80, 0x80)):
-        SimMPU6050.__init__(self, who_am_i=0x71, truth=truth)
-        self.ak = SimAK8963(asa, mag_truth)
+    def __init__(self, truth=None, mag_truth=None, asa=(0x80, 0x80, 0x80), errors=None,
+                 hard_iron_ut=None, soft_iron=None):
+        SimMPU6050.__init__(self, who_am_i=0x71, truth=truth, errors=errors)
+        self.ak = SimAK8963(asa, mag_truth, hard_iron_ut, soft_iron)
 
     @property
     def mag_truth(self):

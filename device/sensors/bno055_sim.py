@@ -8,7 +8,8 @@
 
 In CONFIG mode the data registers read zero; raw modes fill acc/mag/gyr; fusion modes also fill
 the quaternion, Euler angles, linear acceleration and gravity. UNIT_SEL's accel (mg), gyro (rps)
-and Euler (rad) bits are honoured.
+and Euler (rad) bits are honoured. CALIB_STAT (0x35) reads calib_stat (default 0xFF: system,
+gyro, accel and mag all at level 3), also after a reset.
 """
 
 import math
@@ -38,9 +39,10 @@ def _rotate_t(q, v):
 class SimBNO055(RegisterDevice):
     """truth() -> dict with gyro_rad_s, accel_m_s2 (specific force), mag_ut, quat_wxyz, temp_c."""
 
-    def __init__(self, truth=None):
+    def __init__(self, truth=None, calib_stat=0xFF):
         RegisterDevice.__init__(self)
         self.truth = truth
+        self.calib_stat = calib_stat
         self.resets = 0
         self._reset()
 
@@ -48,6 +50,7 @@ class SimBNO055(RegisterDevice):
         self.regs[:] = bytes(256)
         for r, v in _DEFAULTS.items():
             self.regs[r] = v
+        self.regs[0x35] = self.calib_stat & 0xFF
 
     @property
     def mode(self):

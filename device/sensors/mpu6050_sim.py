@@ -13,6 +13,10 @@ FIFO (register map 4.6, 4.37-4.39): with USER_CTRL.FIFO_EN and FIFO_EN's accel a
 push_samples() (the simulated body, at sample_rate_hz()) appends 12-byte records (accel x,y,z then
 gyro x,y,z, register order); FIFO_COUNT reads the byte count, bursts from FIFO_R_W pop bytes; at
 1024 bytes the oldest bytes are dropped and INT_STATUS.FIFO_OFLOW_INT is set.
+
+Chip errors (for calibration tests; none by default): errors={"gyro_bias_rad_s": (3,),
+"accel_bias_m_s2": (3,), "accel_scale": (3,)} make the chip report gyro + bias and
+scale * accel + bias (per axis) for whatever truth() and push_samples() give.
 """
 
 import struct
@@ -31,10 +35,11 @@ def _i16(x):
 class SimMPU6050(RegisterDevice):
     """who_am_i 0x68 (MPU-6050), 0x71 (MPU-9250), ... ; truth() -> (gyro_rad_s, accel_m_s2, temp_c)."""
 
-    def __init__(self, who_am_i=0x68, truth=None):
+    def __init__(self, who_am_i=0x68, truth=None, errors=None):
         self.who_am_i = who_am_i
         RegisterDevice.__init__(self)
         self.truth = truth
+        self.errors = errors
         self.resets = 0
         self.fifo = bytearray()
         self._reset()
@@ -97,7 +102,19 @@ class SimMPU6050(RegisterDevice):
             return v
         return RegisterDevice.read(self, reg, n)
 
+    def _err(self, gyro, accel):
+        """(gyro, accel) as this chip reports them: its bias and scale errors applied."""
+        e = self.errors
+        if not e:
+            return gyro, accel
+        gb = e.get("gyro_bias_rad_s", (0.0, 0.0, 0.0))
+        ab = e.get("accel_bias_m_s2", (0.0, 0.0, 0.0))
+        sc = e.get("accel_scale", (1.0, 1.0, 1.0))
+        return ([gyro[i] + gb[i] for i in range(3)],
+                [accel[i] * sc[i] + ab[i] for i in range(3)])
+
     def _words(self, gyro, accel):
+        gyro, accel = self._err(gyro, accel)
         afs = (self.regs[0x1C] >> 3) & 3
         fs = (self.regs[0x1B] >> 3) & 3
         lsb_g = 16384.0 / (ACCEL_RANGES_G[afs] // 2)
@@ -116,6 +133,7 @@ class SimMPU6050(RegisterDevice):
             self.regs[0x3B:0x49] = bytes(14)
             return
         gyro, accel, temp_c = self.truth()
+        gyro, accel = self._err(gyro, accel)
         afs = (self.regs[0x1C] >> 3) & 3
         fs = (self.regs[0x1B] >> 3) & 3
         lsb_g = 16384.0 / (ACCEL_RANGES_G[afs] // 2)

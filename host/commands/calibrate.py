@@ -1,0 +1,120 @@
+"""`motionstaff calibrate`: walk through the poses each IMU's calibration needs, write the result.
+
+    motionstaff calibrate --chip mpu9250 --out cal.json --yes      # the simulated unit, no waiting
+    motionstaff calibrate --config unit.json --sensor l_thigh_imu --out cal.json   # a Pi, one sensor
+    # then "sensor_calibration": "cal.json" in unit.json: `capture` applies it to every reading
+
+The unit is built as `capture` builds it (no --config: the simulated unit, one IMU per link of
+the human model, --chip like capture's); each sensor is read through the same driver and
+SensorSlot. MPU-6050/6500: gyro bias (held still, +Z up) and the accelerometer's six faces;
+MPU-9250: also the magnetometer turned in all directions (hard/soft iron); BNO055: its own
+CALIB_STAT (it calibrates itself). On a terminal each pose waits for Enter; with --yes or a
+stdin that is not a terminal it does not wait (the simulated unit turns its chips itself).
+Every problem is one line naming the sensor, exit status 2. See device/capture/calibration.py.
+"""
+
+import json
+import os
+import sys
+
+HELP = "guided IMU calibration (gyro bias, accelerometer faces, magnetometer) into a calibration JSON"
+
+
+def add_arguments(p):
+    p.add_argument("--config", help="unit configuration JSON (default: the simulated unit)")
+    p.add_argument("--sensor", default="all", help="sensor name from the config, or 'all' (default)")
+    p.add_argument("--out", default="calibration.json",
+                   help="calibration JSON to write (default calibration.json); other sensors' "
+                        "entries already in it are kept")
+    p.add_argument("--yes", action="store_true", help="do not wait for Enter at each pose")
+    p.add_argument("--chip", choices=("bno055", "mpu6050", "mpu9250"), help="simulated IMU chip")
+    p.add_argument("--seed", type=int, help="simulated unit's seed")
+    p.add_argument("--still-s", type=float, default=2.0, help="seconds held still for the gyro bias (2)")
+    p.add_argument("--face-s", type=float, default=1.0, help="seconds per accelerometer face (1)")
+    p.add_argument("--rotate-s", type=float, default=20.0,
+                   help="seconds of turning for the magnetometer / the BNO055's wait (20)")
+    p.add_argument("--rate", type=float, default=100.0, help="samples per second (100)")
+    p.add_argument("--json", action="store_true", help="print the written document as JSON")
+
+
+def _config(args):
+    from device.capture.config import default_config, load_config
+    if args.config:
+        cfg = load_config(args.config)
+    else:
+        # capture's default unit runs the human model (the EKF retargets the clip onto it): the
+        # same sensors, without retargeting a clip that calibration does not need
+        cfg = default_config(body="human", chip=args.chip or "bno055")
+    if cfg.get("subject") is not None and args.seed is not None:
+        cfg["subject"]["seed"] = args.seed
+    if cfg.get("replay"):
+        raise ValueError("calibrate needs the unit's sensors, not a replay ('replay' in %s)" % args.config)
+    cfg = dict(cfg, sensor_calibration=None)     # calibrate raw readings, never corrected ones
+    return cfg
+
+
+def _check_out(path):
+    """Fail before any pose is held: the directory must exist and be writable; an existing file
+    must be a calibration (its other sensors are kept)."""
+    from device.capture.calibration import read_calibration
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "Is a directory (--out needs a file name)", path)
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise FileNotFoundError(2, "No such directory for --out", path)
+    if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise PermissionError(13, "Permission denied (--out)", path)
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        return read_calibration(path)["sensors"]
+    return {}
+
+
+def run(args):
+    from device.capture.calibration import Calibrator, save_calibration
+    from device.capture.unit import build_unit
+    for opt in ("still_s", "face_s", "rotate_s", "rate"):
+        if not getattr(args, opt) > 0:
+            raise ValueError("--%s must be > 0" % opt.replace("_", "-"))
+    cfg = _config(args)
+    kept = _check_out(args.out)
+    unit = build_unit(cfg)
+    try:
+        names = [s.name for s in unit.slots]
+        if args.sensor != "all":
+            if args.sensor not in names:
+                raise ValueError("sensor %s: not in the unit's configuration (sensors: %s)"
+                                 % (args.sensor, ", ".join(names)))
+            names = [args.sensor]
+        wait = not args.yes and sys.stdin is not None and sys.stdin.isatty()
+        say = lambda text: print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+        def prompt(text):
+            if wait:
+                input(text + " ")
+            else:
+                say(text.replace(", press Enter", "").replace(" (press Enter to start)", ""))
+
+        cal = Calibrator(unit, prompt=prompt, say=say, still_s=args.still_s, face_s=args.face_s,
+                         rotate_s=args.rotate_s, rate_hz=args.rate)
+        sim = " (simulated)" if unit.subject is not None else ""
+        say("calibrating %d sensor(s)%s: %s" % (len(names), sim, ", ".join(names)))
+        entries = {}
+        for name in names:
+            e = cal.run(name)
+            entries[name] = e
+            if e["chip"] == "bno055":
+                st = e["calib_stat"]
+                say("%s: BNO055 calibrates itself; CALIB_STAT %s" % (name, "  ".join(
+                    "%s %d/3 %s" % (k, v, "calibrated" if v == 3 else "NOT calibrated")
+                    for k, v in st.items())))
+                if min(st.values()) < 3:
+                    say("%s: keep moving it (still, six positions, figure 8) and run again to check" % name)
+    finally:
+        unit.close()
+    kept.update(entries)
+    doc = save_calibration(args.out, kept)
+    say("wrote %s (%d sensor(s)); name it in the unit config: \"sensor_calibration\": %s"
+        % (args.out, len(entries), json.dumps(args.out)))
+    if args.json:
+        print(json.dumps(doc))
+    return 0
