@@ -11,7 +11,7 @@
 2. Held-out motions (not the bundled clip) performed by the simulated subject: joint-angle RMS
    against the truth, 8-bit staffs as recorded (goal <= 2 deg). The EKF (default) runs on the
    human model performing the clip (device/capture/retarget.py); "orient" on the clip's own
-   BVH skeleton.
+   BVH skeleton. 2b: MPU-9250s with and without the magnetometer in the orient filter.
 3. Anchor: the per-sensor attitude filter of the gyro/accel path against x-io's Fusion
    (imufusion) and VQF on the real BROAD recording (inclination error vs the optical reference,
    and time per sample).
@@ -30,6 +30,18 @@ DATA = os.path.join(os.path.dirname(HERE), "..", "shared", "data")
 from device.capture.config import default_config  # noqa: E402
 from device.capture.loop import CaptureLoop  # noqa: E402
 from device.capture.unit import build_unit  # noqa: E402
+
+
+def joint_error_deg(loop, unit, codes, settle_s=1.6):
+    """Recorded 8-bit codes minus the truth, rotation rows, wrapped to +-180 deg, after the
+    calibration and blend-in (settle_s): (frames, rotation dofs)."""
+    from protocol import staffcodec as sc
+    est = np.array([[np.nan if x is None else x for x in sc.decode_column(c, loop.los, loop.his, 8)]
+                    for c in codes])
+    tru = loop.truth_values()
+    rot = np.array([d.kind == "rotation" for d in unit.skeleton.dofs])
+    k0 = int(settle_s * unit.rate_hz)
+    return (est[k0:, rot] - tru[k0:, rot] + 180) % 360 - 180
 
 
 def timing(quick):
@@ -67,7 +79,6 @@ def accuracy(quick):
     print("\n## 2. Held-out motions: joint-angle RMS vs --truth (8-bit staff codes)\n")
     print("| clip | estimator | body | dofs | seconds | RMS deg | max deg | estimate ms | EKF failures |")
     print("|---|---|---|---|---|---|---|---|---|")
-    from protocol import staffcodec as sc
     clips = ["131_03.bvh", "05_20-mb.bvh", "05_20-daz.bvh", "dataset-1_kick_normal_001.bvh"]
     runs = [(c, e) for c in clips + [None] for e in ("ekf", "orient")]
     for clip, estimator in runs:
@@ -83,17 +94,49 @@ def accuracy(quick):
         loop.outputs.append(lambda k, t, v, c: codes.append(c))
         secs = min(unit.subject.duration_s, 4.0 if quick else 12.0)
         loop.run(duration_s=secs)
-        est = np.array([[np.nan if x is None else x for x in sc.decode_column(c, loop.los, loop.his, 8)]
-                        for c in codes])
-        tru = loop.truth_values()
-        rot = np.array([d.kind == "rotation" for d in unit.skeleton.dofs])
-        k0 = int(1.6 * unit.rate_hz)
-        d = (est[k0:, rot] - tru[k0:, rot] + 180) % 360 - 180
+        d = joint_error_deg(loop, unit, codes)
         st = loop.stats.summary()
         print("| %s | %s | %s | %d | %.1f | %.2f | %.1f | %.2f | %s |" % (
             clip or "synthetic", estimator, unit.skeleton.name, unit.skeleton.ndof, secs,
             np.sqrt(np.nanmean(d ** 2)), np.nanmax(np.abs(d)), st["estimate_mean_ms"],
             getattr(unit.estimator, "failures", "-")), flush=True)
+
+
+def magnetometer(quick):
+    """MPU-9250s on the human model (orient, FIFO + Mahony): the 9-axis filter against the 6-axis
+    one on the same seeded run (the subject's gyro bias random walk, 0.02 deg/s/sqrt(s), is what
+    the calibration cannot remove). Heading: each sensor's rotation about the vertical of
+    R_est R_true^T relative to the first estimated frame, RMS over sensors and frames."""
+    from device.capture.rot import log_so3
+    secs = 10.0 if quick else 60.0
+    print("\n## 2b. MPU-9250 magnetometer in the orient filter (human48, 22 MPU-9250, synthetic, %.0f s)\n" % secs)
+    print("| filter | joint RMS deg | heading RMS deg | heading max deg | heading RMS last 10 s | mag frames rejected |")
+    print("|---|---|---|---|---|---|")
+    for use_mag in (True, False):
+        cfg = default_config(body="human", chip="mpu9250", estimator="orient")
+        cfg["estimator_options"] = {"magnetometer": use_mag}
+        unit = build_unit(cfg)
+        loop = CaptureLoop(unit, truth=True)
+        codes = []
+        loop.outputs.append(lambda k, t, v, c: codes.append(c))
+        up = -unit.skeleton.gravity / np.linalg.norm(unit.skeleton.gravity)
+        names = [s["name"] for s in unit.subject.sensors]
+        D0, head = None, []
+        while loop.frame_index < int(secs * unit.rate_hz):
+            loop.run(frames=loop.frame_index + 1)
+            if unit.estimator is None:
+                continue
+            Rt = unit.subject._kinematics(unit.subject.t_s)[0][1]
+            D = np.array([unit.estimator._ahrs[n] for n in names]) @ np.swapaxes(Rt, 1, 2)
+            D0 = D if D0 is None else D0
+            head.append((unit.subject.t_s, np.degrees(log_so3(D @ np.swapaxes(D0, 1, 2)) @ up)))
+        d = joint_error_deg(loop, unit, codes)
+        t = np.array([h[0] for h in head])
+        h = np.array([h[1] for h in head])
+        print("| %s | %.2f | %.2f | %.1f | %.2f | %d |" % (
+            "9-axis (mag)" if use_mag else "6-axis (no mag)", np.sqrt(np.nanmean(d ** 2)),
+            np.sqrt(np.mean(h ** 2)), np.abs(h).max(), np.sqrt(np.mean(h[t >= t[-1] - 10.0] ** 2)),
+            sum(unit.estimator.mag_rejected.values())), flush=True)
 
 
 def anchor(quick):
@@ -124,7 +167,6 @@ def anchor(quick):
     res = []
     # ours: the capture unit's per-sensor Mahony filter (OrientEstimator's gyro/accel path)
     est = OrientEstimator(single_imu_skeleton(), dt, {"imu": 0})
-    f = acc[0] / np.linalg.norm(acc[0])
     from device.capture.calibrate import StillCalibration
     cal = StillCalibration(est.sk, [{"name": "imu", "link": 0, "R_nominal": np.eye(3)}], frames=int(fs / 2))
     for k in range(int(fs / 2)):
@@ -171,6 +213,7 @@ def main():
     print("# motionstaff capture benchmark (%s, one process)\n" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     timing(quick)
     accuracy(quick)
+    magnetometer(quick)
     anchor(quick)
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from device.capture import calibration
 from device.capture.calibration import load_calibration, read_calibration, save_calibration
-from device.capture.config import FORMAT
 from device.capture.unit import build_unit
 from host.cli import main
+from tests.unit_config import write_unit_config
 
 D2R = np.pi / 180.0
 INJ = {
@@ -44,19 +44,10 @@ def unit_config(tmp_path, cal=None, outages=(), name="unit.json"):
         {"name": "c_imu", "chip": "bno055", "bus": "main", "addr": 0x28, "link": "pelvis",
          "mux": {"addr": 0x70, "channel": 2}, "sim": INJ["c_imu"]},
     ]
-    cfg = {"format": FORMAT, "version": 1, "rate_hz": 30.0, "bits": 8, "body": "human",
-           "estimator": "orient",
-           "subject": {"clip": "builtin", "seed": 5, "calib_s": 1.0, "blend_s": 0.5,
-                       "noise": {"gyro_bias_dps": 0.0, "accel_bias_m_s2": 0.0,
-                                 "gyro_bias_walk_dps_sqrt_s": 0.0},
-                       "outages": list(outages)},
-           "calibration": {"still_s": 1.0}, "buses": {"main": "sim-i2c://0"},
-           "sensors": sensors, "outputs": []}
-    if cal is not None:
-        cfg["sensor_calibration"] = cal
-    p = tmp_path / name
-    p.write_text(json.dumps(cfg))
-    return p
+    subject = {"seed": 5, "noise": {"gyro_bias_dps": 0.0, "accel_bias_m_s2": 0.0,
+                                    "gyro_bias_walk_dps_sqrt_s": 0.0},
+               "outages": list(outages)}
+    return write_unit_config(tmp_path, sensors, subject=subject, cal=cal, name=name)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,10 @@ Per chip (the sensor is read through the unit's SensorSlot and driver, as `captu
   MPU-9250        the same, then the magnetometer (AK8963) turned slowly through all directions for
                   rotate_s, fitted by sensorcal.fit_magnetometer (hard iron o, soft iron W)
   BNO055          calibrates itself: CALIB_STAT is read (polled for up to rotate_s until all four
-                  levels are 3) and reported; its entry carries no corrections
+                  levels are 3) and reported; its entry carries no corrections. Once all four are
+                  3 the chip's 22-byte calibration profile (datasheet 3.6.4, read in CONFIG mode) is
+                  stored: "profile" (44 hex digits, what the unit writes back after every init())
+                  and "profile_fields" (the eleven int16 fields, for reading; they must agree)
 A window is still when the peak-to-peak spread of every gyro axis is below STILL_GYRO_DPS and of
 every accelerometer axis below STILL_ACCEL_M_S2; otherwise CalibrationError names the sensor.
 
@@ -89,7 +92,42 @@ def check_entry(name, e, where):
             raise FormatError("%s: 'mag_soft_iron' needs 'mag_hard_iron_ut'" % at)
     elif "mag_hard_iron_ut" in out:
         out["mag_soft_iron"] = np.eye(3)
+    if "profile" in e or "profile_fields" in e:
+        out["profile"] = _check_profile(e, at)
     return out
+
+
+def _check_profile(e, at):
+    """A BNO055 entry's 22-byte calibration profile: "profile" as 44 hex digits (or a list of 22
+    ints 0..255); "profile_fields", if present, must be its decoding."""
+    from device.sensors.bno055 import PROFILE_LEN, as_profile, decode_offsets
+    if e.get("chip") not in (None, "bno055"):
+        raise FormatError("%s: 'profile' is a BNO055 calibration profile, but the chip is %s" % (at, e.get("chip")))
+    p = e.get("profile")
+    b = None
+    if isinstance(p, str) and len(p) == 2 * PROFILE_LEN:
+        try:
+            b = bytes.fromhex(p)
+        except ValueError:
+            b = None
+    elif isinstance(p, list) and len(p) == PROFILE_LEN and all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 255 for x in p):
+        b = bytes(p)
+    if b is None:
+        got = ("%d characters" % len(p)) if isinstance(p, str) else \
+            ("%d items" % len(p)) if isinstance(p, list) else ("missing" if p is None else type(p).__name__)
+        raise FormatError("%s: 'profile' must be the BNO055's %d-byte calibration profile as %d hex digits "
+                          "(or a list of %d bytes), got %s" % (at, PROFILE_LEN, 2 * PROFILE_LEN, PROFILE_LEN, got))
+    f = e.get("profile_fields")
+    if f is not None:
+        try:
+            agree = as_profile(f) == b
+        except ValueError:
+            agree = False
+        if not agree:
+            raise FormatError("%s: 'profile_fields' do not decode 'profile' (%s): 'profile' is what is "
+                              "written back" % (at, decode_offsets(b)))
+    return b
 
 
 def check_calibration(doc, where="calibration"):
@@ -355,6 +393,15 @@ class Calibrator:
             return self._bno055(name)
         return self._mpu(name, chip)
 
+    def _retry(self, name, slot, fn, what):
+        """fn() with the slot's retries on a transfer error, as SensorSlot does."""
+        for attempt in range(slot.retries + 1):
+            try:
+                return fn()
+            except OSError as e:
+                if attempt == slot.retries:
+                    raise _err(name, "%s failed at %s (%s)" % (what, self._where(name), e))
+
     def _bno055(self, name):
         slot = self._start(name)
         self.say("%s (BNO055, calibrates itself): hold it still a few seconds, then turn it through a "
@@ -363,19 +410,20 @@ class Calibrator:
             self.bench.tumble(name, period_s=max(self.rotate_s, 1e-3))
         stat = None
         for _ in range(max(1, int(round(self.rotate_s * self.rate_hz)))):
-            for attempt in range(slot.retries + 1):     # a transfer error is retried, as SensorSlot does
-                try:
-                    stat = slot.driver.calibration()
-                    break
-                except OSError as e:
-                    if attempt == slot.retries:
-                        raise _err(name, "CALIB_STAT read failed at %s (%s)" % (self._where(name), e))
+            stat = self._retry(name, slot, slot.driver.calibration, "CALIB_STAT read")
             if min(stat) == 3:
                 break
             self._tick()
         keys = ("system", "gyro", "accel", "mag")
-        return {"chip": "bno055", "date": _now(), "calib_stat": dict(zip(keys, stat)),
-                "calibrated": {k: v == 3 for k, v in zip(keys, stat)}}
+        entry = {"chip": "bno055", "date": _now(), "calib_stat": dict(zip(keys, stat)),
+                 "calibrated": {k: v == 3 for k, v in zip(keys, stat)}}
+        if min(stat) == 3:
+            # fully calibrated: keep the chip's profile (CONFIG mode and back, datasheet 3.10)
+            from device.sensors.bno055 import decode_offsets
+            b = self._retry(name, slot, slot.driver.read_offsets, "calibration profile read")
+            entry["profile"] = b.hex()
+            entry["profile_fields"] = decode_offsets(b)
+        return entry
 
     def _mpu(self, name, chip):
         self._start(name)

@@ -4,11 +4,13 @@
     est = OrientEstimator(skeleton, dt_s=1/30, imu_links={"l_thigh_imu": 7, ...},
                           mounts={"l_thigh_imu": R_link_sensor (3, 3)})
     est.initialise(skeleton.home)
-    q = est.step(obs)     # obs.imu {name: (gyro_rad_s, accel_m_s2) | None}, obs.orient {name: quat}
+    q = est.step(obs)     # obs.imu {name: (gyro_rad_s, accel_m_s2[, mag_ut]) | None}, obs.orient {name: quat}
 
 Each IMU gives its segment's world orientation: a BNO055 its fused quaternion, an MPU-6050 a
 per-sensor Mahony filter (gyro integration with the calibrated bias, accelerometer tilt
-correction; heading drifts). With R_w(link) = R_w(sensor) R_mount^T, a link's dofs are the
+correction; heading drifts), an MPU-9250 the same filter with the magnetometer's correction
+(9-axis Mahony: heading held to the calibration heading; readings whose field magnitude or dip
+differ from the reference are rejected, as in VQF). With R_w(link) = R_w(sensor) R_mount^T, a link's dofs are the
 least-squares fit of R_w(parent)^T R_w(link) = R_1(q_1) ... R_n(q_n) (Gauss-Newton on SO(3),
 batched over links, warm-started from the previous frame). A link whose sensor is stale keeps
 its last angles (prediction by holding). Translation dofs are not observed here and are
@@ -22,12 +24,31 @@ from device.capture.rot import axis_rot, exp_so3, log_so3, quat_to_mat
 
 class OrientEstimator:
     def __init__(self, skeleton, dt_s, imu_links=None, mounts=None, iters=4, mahony_kp=1.0,
-                 sample_dt_s=None):
+                 sample_dt_s=None, mahony_kp_mag=None, use_mag=True, mag_norm_th=0.1,
+                 mag_dip_th_deg=10.0, mag_min_undisturbed_s=0.5):
         self.sk = skeleton
         self.dt_s = dt_s
         self.sample_dt_s = sample_dt_s      # FIFO sample period (gyro/accel chips), if any
         self.iters = iters
-        self.kp = mahony_kp
+        self.kp = mahony_kp                 # rad/s per unit of the (unitless) cross-product error
+        # the magnetometer's gain: the accelerometer's (Mahony et al. 2008 weight both vector
+        # errors k_i alike; Madgwick's MahonyAHRS uses one twoKp for the accelerometer and the
+        # magnetometer term). Not tuned on any score.
+        self.kp_mag = self.kp if mahony_kp_mag is None else mahony_kp_mag
+        self.use_mag = bool(use_mag)
+        # magnetic disturbance rejection (Laidig & Seel 2023, VQF, defaults magNormTh = 0.1,
+        # magDipTh = 10 deg): a reading whose |m| differs from the reference by more than
+        # mag_norm_th of it, or whose dip differs by more than mag_dip_th_deg, is not used; after
+        # a rejection the field is used again only once it has passed for mag_min_undisturbed_s
+        # (VQF's magMinUndisturbedTime = 0.5 s: a magnet's field passes the two tests now and
+        # then as the sensor turns, and each such reading pulls the heading far off)
+        self.mag_norm_th = mag_norm_th
+        self.mag_dip_th_rad = np.radians(mag_dip_th_deg)
+        self.mag_min_undisturbed_s = mag_min_undisturbed_s
+        self._mag_ok_s = {}                              # name -> seconds undisturbed so far
+        self._mag_ref = {}                               # name -> (d_ref, norm_ref_ut, dip_ref_rad)
+        self.mag_used = {}                               # name -> frames whose mag was used
+        self.mag_rejected = {}                           # name -> frames rejected as disturbed
         self.imu_links = dict(imu_links or {})           # feature name -> link index
         self.mounts = {k: np.asarray(v, float) for k, v in (mounts or {}).items()}
         self.gyro_bias = {}                              # name -> (3,) rad/s
@@ -87,6 +108,11 @@ class OrientEstimator:
         else:
             seq, dt = [(gyro, accel)], self.dt_s
         bias = self.gyro_bias.get(name, 0.0)
+        mag_ut = reading[2] if len(reading) > 2 and self.use_mag else None
+        if mag_ut is not None:
+            R = self._mahony_marg(name, R, seq, dt, bias, np.asarray(mag_ut, float))
+            self._ahrs[name] = R
+            return R
         for g, a in seq:
             w = np.asarray(g, float) - bias
             a = np.asarray(a, float)
@@ -98,9 +124,95 @@ class OrientEstimator:
         self._ahrs[name] = R
         return R
 
-    def start_ahrs(self, name, R_world_sensor):
-        """Initial orientation of a gyro/accel-only sensor (from the calibration pose)."""
+    def start_ahrs(self, name, R_world_sensor, mag_ut=None):
+        """Initial orientation of a gyro/accel-only sensor (from the calibration pose); mag_ut
+        (the mean field in the sensor's axes over the calibration, if it has a magnetometer)
+        gives the magnetic reference, else the first reading does (at the orientation then)."""
         self._ahrs[name] = np.asarray(R_world_sensor, float)
+        self._mag_ref.pop(name, None)
+        self._mag_ok_s.pop(name, None)
+        if mag_ut is not None:
+            self._set_mag_ref(name, self._ahrs[name] @ np.asarray(mag_ut, float))
+
+    def _set_mag_ref(self, name, h_world_ut):
+        """The reference field, in the world of the calibration: its horizontal direction (the
+        calibration heading's magnetic north), magnitude and dip. None if it has no horizontal
+        part (a field along the vertical says nothing about heading)."""
+        up = self.up
+        # h_up = h . up;  h_hor = h - h_up up
+        h_up_ut = float(h_world_ut @ up)
+        h_hor_ut = h_world_ut - h_up_ut * up
+        norm_ut = float(np.linalg.norm(h_world_ut))
+        hor_ut = float(np.linalg.norm(h_hor_ut))
+        if norm_ut <= 0 or hor_ut < 1e-3 * norm_ut:
+            self._mag_ref[name] = None
+            return
+        # dip = asin(h_up / |h|) (negative: the field points down, northern hemisphere)
+        self._mag_ref[name] = (h_hor_ut / hor_ut, norm_ut, float(np.arcsin(h_up_ut / norm_ut)))
+
+    def _mahony_marg(self, name, R, seq, dt, bias, mag_ut):
+        """The Mahony filter over seq with the magnetometer's correction (MARG form, Madgwick's
+        report, 2010, sec. 7 / Mahony, Hamel, Pflimlin 2008): per sample
+            h = R m,  b = |h_hor| d_ref + (h . up) up,  e_m = m_hat x (R^T b_hat)
+            w' = w - bias + kp (a_hat x R^T up) + kp_mag e_m,  R <- R exp(w' dt)
+        b is Madgwick's (|h_xy|, 0, h_z) with the x axis replaced by the reference's horizontal
+        direction d_ref (the calibration heading's north): the measured magnitude and dip are
+        kept, only the heading is corrected towards the reference. The one mag reading of a
+        frame is taken at its last FIFO sample and carried back to each earlier sample by the
+        gyro: m_i = P_i m, P_i = exp(w_i dt) ... exp(w_{n-1} dt) (the sensor's rotation since)."""
+        if name not in self._mag_ref:
+            self._set_mag_ref(name, R @ mag_ut)
+        ref = self._mag_ref[name]
+        up = self.up
+        w_rad_s = np.array([np.asarray(g, float) for g, _ in seq]) - bias      # (n, 3)
+        n = len(seq)
+        # P_i = R_i^T R_n = exp(w_i dt) P_{i+1}, P_n = I  (R_i: the orientation before step i)
+        step = exp_so3(w_rad_s * dt)
+        P = np.empty((n, 3, 3))
+        acc = np.eye(3)
+        for i in range(n - 1, -1, -1):
+            acc = step[i] @ acc
+            P[i] = acc
+        # m_i = P_i m  (the frame's field in the sensor's axes at sample i)
+        m_i_ut = P @ mag_ut
+        use = ref is not None
+        if use:
+            d_ref, norm_ref_ut, dip_ref_rad = ref
+            norm_ut = float(np.linalg.norm(mag_ut))
+            # h_0 = R_0 m_0 (the frame's field in the world, at its first sample)
+            h0_ut = R @ m_i_ut[0]
+            # dip = asin(h . up / |h|)
+            dip_rad = float(np.arcsin(np.clip(h0_ut @ up / max(norm_ut, 1e-12), -1.0, 1.0)))
+            # disturbed: |(|m| - |m_ref|)| > th |m_ref|  or  |dip - dip_ref| > th_dip   (VQF)
+            if abs(norm_ut - norm_ref_ut) > self.mag_norm_th * norm_ref_ut or \
+                    abs(dip_rad - dip_ref_rad) > self.mag_dip_th_rad or norm_ut <= 0:
+                self._mag_ok_s[name] = 0.0
+            else:
+                self._mag_ok_s[name] = self._mag_ok_s.get(name, np.inf) + n * dt
+            use = self._mag_ok_s[name] >= self.mag_min_undisturbed_s
+            if use:
+                self.mag_used[name] = self.mag_used.get(name, 0) + 1
+            else:
+                self.mag_rejected[name] = self.mag_rejected.get(name, 0) + 1
+        for i, (_, a) in enumerate(seq):
+            w = w_rad_s[i]
+            a = np.asarray(a, float)
+            na = np.linalg.norm(a)
+            if na > 1e-6:
+                # e_a = a_hat x (R^T up);  w' = w + kp e_a
+                w = w + self.kp * np.cross(a / na, R.T @ up)
+            if use:
+                m = m_i_ut[i]
+                # h = R m  (world);  h_up = h . up;  h_hor = h - h_up up
+                h_ut = R @ m
+                h_up_ut = h_ut @ up
+                h_hor_ut = h_ut - h_up_ut * up
+                # b = |h_hor| d_ref + h_up up   (Madgwick's (|h_xy|, 0, h_z), x -> d_ref)
+                b_ut = np.linalg.norm(h_hor_ut) * d_ref + h_up_ut * up
+                # e_m = m_hat x (R^T b_hat);  w' += kp_mag e_m
+                w = w + self.kp_mag * np.cross(m / np.linalg.norm(m), R.T @ (b_ut / np.linalg.norm(b_ut)))
+            R = R @ exp_so3(w * dt)
+        return R
 
     def link_rotation(self, i, q):
         R = np.eye(3)

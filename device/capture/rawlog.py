@@ -8,8 +8,9 @@
 
 A raw log is JSON Lines: a header line {"format": "motionstaff-rawlog", "version": 1, "rate_hz",
 "config", "skeleton"}, then one line per frame {"k", "t", "r": {name: [gx, gy, gz, ax, ay, az,
-(qw, qx, qy, qz)] | null}, "s": {name: [[gx, gy, gz, ax, ay, az], ...]}} in rad/s, m/s^2
-("s": the FIFO samples of gyro/accel chips since the previous frame). Replaying it through build_unit(..., replay=src)
+(qw, qx, qy, qz)] | null}, "s": {name: [[gx, gy, gz, ax, ay, az], ...]}, "m": {name: [mx, my, mz]}}
+in rad/s, m/s^2, uT ("s": the FIFO samples of gyro/accel chips since the previous frame; "m":
+the magnetometer of MPU-9250s, absent in older logs, which replay without it). Replaying it through build_unit(..., replay=src)
 reruns calibration and estimation with other settings. Recordings at another rate are resampled
 to the loop's: the gyro is averaged over each frame (the same rotation, to first order), the
 accelerometer is the last sample.
@@ -34,6 +35,7 @@ class RawLogWriter:
     def write(self, k, t_s, readings):
         r = {}
         fifo = {}
+        mag = {}
         for name, v in readings.items():
             if v is None:
                 r[name] = None
@@ -44,9 +46,13 @@ class RawLogWriter:
                 r[name] = [round(float(x), 7) for x in row]
                 if v.get("samples"):
                     fifo[name] = [[round(float(x), 7) for x in tuple(g) + tuple(a)] for g, a in v["samples"]]
+                if v.get("mag") is not None:
+                    mag[name] = [round(float(x), 5) for x in v["mag"]]
         d = {"k": k, "t": round(t_s, 6), "r": r}
         if fifo:
             d["s"] = fifo
+        if mag:
+            d["m"] = mag
         self.f.write(json.dumps(d, separators=(",", ":")) + "\n")
         self.f.flush()
 
@@ -95,6 +101,9 @@ class JsonlReplay:
         for name, rows in d.get("s", {}).items():
             if out.get(name) is not None:
                 out[name]["samples"] = [(tuple(x[0:3]), tuple(x[3:6])) for x in rows]
+        for name, m in d.get("m", {}).items():
+            if out.get(name) is not None:
+                out[name]["mag"] = tuple(m)
         return out
 
 

@@ -17,7 +17,8 @@ and BLAS is limited to cfg["blas_threads"] (default 1) threads. See docs/capture
 
 `"sensor_calibration": "cal.json"` (written by `motionstaff calibrate`, device/capture/calibration.py)
 corrects each named sensor's reading in read() (gyro bias, accel bias and scale, mag hard/soft
-iron); sensors without an entry pass through. A sensor spec's "sim" object gives its simulated
+iron); sensors without an entry pass through; a BNO055 entry's "profile" is written back to the
+chip after each init() (driver.profile). A sensor spec's "sim" object gives its simulated
 chip errors (accel scale and bias, gyro bias, mag hard/soft iron, BNO055 calib_stat).
 """
 
@@ -39,7 +40,17 @@ from device.hal.tca9548a import TCA9548A
 from device.sensors.health import SensorSlot
 
 
-def _driver(spec, bus, muxes):
+def _sleep_ms(ms):
+    """Wait ms milliseconds (MicroPython's time.sleep_ms where there is one)."""
+    if hasattr(time, "sleep_ms"):
+        time.sleep_ms(int(ms))
+    else:
+        time.sleep(ms / 1000.0)
+
+
+def _driver(spec, bus, muxes, delay_ms=None):
+    """The driver of a sensor spec on its bus; delay_ms waits the data sheets' reset and
+    mode-switch times on a real bus (None on a simulated one, whose chips need no time)."""
     mux = spec.get("mux")
     if mux:
         key = (spec["bus"], mux["addr"])
@@ -49,13 +60,13 @@ def _driver(spec, bus, muxes):
     chip = spec["chip"]
     if chip == "bno055":
         from device.sensors.bno055 import BNO055
-        return BNO055(bus, spec["addr"], mode=spec.get("mode", "NDOF"))
+        return BNO055(bus, spec["addr"], mode=spec.get("mode", "NDOF"), delay_ms=delay_ms)
     from device.sensors.mpu6050 import MPU6050
     if chip == "mpu9250":
         from device.sensors.ak8963 import MPU9250 as MPU6050      # + the AK8963 magnetometer
     return MPU6050(bus, spec["addr"], accel_range_g=spec.get("accel_range_g", 8),
                    gyro_range_dps=spec.get("gyro_range_dps", 1000),
-                   fifo_rate_hz=spec.get("fifo_rate_hz", 250))
+                   fifo_rate_hz=spec.get("fifo_rate_hz", 250), delay_ms=delay_ms)
 
 
 def normalise(chip, reading):
@@ -74,7 +85,10 @@ def normalise(chip, reading):
 
 
 class Obs:
-    """What the estimator sees each frame (the device.estimate Observation fields + orient)."""
+    """What the estimator sees each frame (the device.estimate Observation fields + orient).
+    For OrientEstimator imu[name] is (gyro_rad_s, accel_m_s2) or, with a magnetometer reading
+    (MPU-9250), (gyro_rad_s, accel_m_s2, mag_ut); the FIFO samples stay (gyro, accel): the
+    AK8963 is read once a frame."""
 
     __slots__ = ("t_s", "imu", "orient", "samples", "markers3d", "markers2d", "camera")
 
@@ -157,7 +171,12 @@ class Unit:
                 bus = self.buses[s["bus"]]
                 if self.subject is not None:
                     self.subject.attach(s, bus)
-                self.slots.append(SensorSlot(s["name"], _driver(s, bus, muxes)))
+                real = not str(cfg["buses"][s["bus"]]).startswith("sim-")
+                drv = _driver(s, bus, muxes, _sleep_ms if real else None)
+                prof = (self.sensor_cal.get(s["name"]) or {}).get("profile")
+                if prof is not None and s["chip"] == "bno055":
+                    drv.profile = prof        # BNO055 calibration profile: init() writes it back
+                self.slots.append(SensorSlot(s["name"], drv))
                 self._chip[s["name"]] = s["chip"]
             for slot in self.slots:
                 slot.start()
@@ -176,6 +195,7 @@ class Unit:
         still_s = (cfg.get("calibration") or {}).get("still_s", 1.0)
         self.calibration = StillCalibration(sk, cal_sensors, frames=max(1, int(round(still_s * self.rate_hz))))
         self.calibrated = None
+        self._cal_mag = {}                      # name -> mag readings (uT) during calibration
         self.estimator = None
         self.last_q = sk.home.copy()
         self.last_good_q = sk.home.copy()       # NaN-free: missing rows keep their last value
@@ -255,6 +275,9 @@ class Unit:
         """Joint values for this frame; during calibration the calibration pose."""
         if self.calibrated is None:
             self.calibration.add(readings)
+            for name, r in readings.items():      # the magnetic reference (orient's MARG filter)
+                if r is not None and r.get("mag") is not None:
+                    self._cal_mag.setdefault(name, []).append(r["mag"])
             if self.calibration.done:
                 self._finish_calibration()
             q = self.skeleton.home.copy()           # the calibration pose; positions unobserved
@@ -275,6 +298,9 @@ class Unit:
             if r.get("samples"):
                 samples[name] = r["samples"]
         if isinstance(self.estimator, OrientEstimator):
+            for name, r in readings.items():      # (gyro, accel, mag_ut) for magnetometer chips
+                if r is not None and r.get("mag") is not None:
+                    imu[name] = imu[name] + (np.asarray(r["mag"], float),)
             obs = Obs(t_s, imu, orient)
             obs.samples = samples
             if self.camera is not None:
@@ -383,12 +409,16 @@ class Unit:
         name = self.cfg.get("estimator", "ekf")
         if name == "orient":
             fifo = [s.get("fifo_rate_hz", 250) for s in self.specs if s["chip"] != "bno055"]
+            # estimator_options {"magnetometer": false}: MPU-9250s run the 6-axis filter
+            use_mag = bool((self.cfg.get("estimator_options") or {}).get("magnetometer", True))
             est = OrientEstimator(sk, self.dt_s, imu_links, res["mounts"],
-                                  sample_dt_s=(1.0 / _fifo_rate(fifo[0])) if fifo and fifo[0] else None)
+                                  sample_dt_s=(1.0 / _fifo_rate(fifo[0])) if fifo and fifo[0] else None,
+                                  use_mag=use_mag)
             est.world = res["world"]
             est.gyro_bias = res["gyro_bias"]
             for n, R in res["ahrs"].items():
-                est.start_ahrs(n, R)
+                m = self._cal_mag.get(n)
+                est.start_ahrs(n, R, mag_ut=np.mean(np.asarray(m, float), 0) if m else None)
         else:
             mod = importlib.import_module("device.estimate")
             est = mod.make_estimator(name, sk, self.dt_s, **dict(self.cfg.get("estimator_options") or {}))

@@ -5,10 +5,21 @@
     imu.init()                                   # CHIP_ID, reset, units, operating mode
     quat_wxyz = imu.read_quaternion()            # fused orientation, sensor -> world
     gyro_rad_s, accel_m_s2, mag_ut, quat_wxyz = imu.read_all()   # one 32-byte burst
+    profile = imu.read_offsets()                 # 22 bytes, once CALIB_STAT says calibrated
+    BNO055(bus, profile=profile).init()          # ...restored after the reset (or write_offsets)
 
 Registers, units and scales from the BNO055 datasheet BST-BNO055-DS000 (sections noted):
 accel 100 LSB per m/s^2, gyro 900 LSB per rad/s (UNIT_SEL bit1 = 1), mag 16 LSB per uT,
 quaternion 2^14 LSB per unit (3.6.5).
+
+Calibration profile (3.6.4 "Sensor calibration data", 3.10 "Reuse of calibration profile"): the
+22 bytes ACC_OFFSET_X_LSB 0x55 .. MAG_RADIUS_MSB 0x6A, eleven little-endian int16 (OFFSET_FIELDS:
+accel offsets in mg, mag offsets in 1/16 uT, gyro offsets in 1/16 dps, accel radius, mag radius),
+valid and writable only in CONFIG_MODE. read_offsets() / write_offsets() switch to CONFIG_MODE,
+transfer them in one burst, and switch back to the driver's operating mode; init() writes a
+`profile` given to the driver while the chip is still in CONFIG_MODE after its reset (the reset
+loses the chip's own calibration). Mode-switching times (3.3, table 3-6): any -> CONFIG 7 ms,
+CONFIG -> any 19 ms (20 here); waits go through delay_ms(ms) when one is given (None: no waits).
 """
 
 import struct
@@ -23,6 +34,7 @@ _UNIT_SEL = 0x3B        # bit0 acc mg, bit1 gyro rps, bit2 euler rad, bit4 temp 
 _OPR_MODE = 0x3D        # 3.3
 _SYS_TRIGGER = 0x3F     # bit5 RST_SYS
 _PAGE_ID = 0x07
+_OFFSETS = 0x55         # ACC_OFFSET_X_LSB .. MAG_RADIUS_MSB 0x6A, CONFIG_MODE only (3.6.4)
 
 CHIP_ID = 0xA0
 MODES = {"CONFIG": 0x00, "ACCONLY": 0x01, "AMG": 0x07, "IMU": 0x08, "COMPASS": 0x09,
@@ -33,23 +45,57 @@ GYR_LSB_PER_RAD_S = 900.0
 MAG_LSB_PER_UT = 16.0
 QUA_LSB = 16384.0
 _UNITS = 0x02           # m/s^2, rad/s, degrees, Celsius
+PROFILE_LEN = 22
+OFFSET_FIELDS = ("accel_offset_x", "accel_offset_y", "accel_offset_z",
+                 "mag_offset_x", "mag_offset_y", "mag_offset_z",
+                 "gyro_offset_x", "gyro_offset_y", "gyro_offset_z",
+                 "accel_radius", "mag_radius")
+TO_CONFIG_MS = 7        # any mode -> CONFIG_MODE, 3.3 table 3-6
+FROM_CONFIG_MS = 20     # CONFIG_MODE -> any mode (19 ms), 3.3 table 3-6
+
+
+def decode_offsets(profile):
+    """{field: int} of the 22-byte profile (OFFSET_FIELDS order, little-endian int16)."""
+    profile = as_profile(profile)
+    return dict(zip(OFFSET_FIELDS, struct.unpack("<11h", profile)))
+
+
+def as_profile(p):
+    """The 22 profile bytes of p: bytes-like or a list of 22 ints 0..255, or a dict of the eleven
+    OFFSET_FIELDS (int16 each); ValueError otherwise."""
+    if isinstance(p, dict):
+        v = [p.get(k) for k in OFFSET_FIELDS]
+        if not all(isinstance(x, int) and not isinstance(x, bool) and -32768 <= x <= 32767 for x in v):
+            raise ValueError("a BNO055 calibration profile needs the int16 fields %s" % ", ".join(OFFSET_FIELDS))
+        return struct.pack("<11h", *v)
+    if isinstance(p, (int, str)):
+        raise ValueError("a BNO055 calibration profile is %d bytes" % PROFILE_LEN)
+    try:
+        b = bytes(p)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError("a BNO055 calibration profile is %d bytes" % PROFILE_LEN)
+    if len(b) != PROFILE_LEN:
+        raise ValueError("a BNO055 calibration profile is %d bytes, not %d" % (PROFILE_LEN, len(b)))
+    return b
 
 
 class BNO055(RegisterChip):
     """One chip; read_all() gives raw data and the fused quaternion in one transfer."""
 
-    def __init__(self, i2c, addr=0x28, mode="NDOF", delay_ms=None):
+    def __init__(self, i2c, addr=0x28, mode="NDOF", delay_ms=None, profile=None):
         if mode not in MODES:
             raise ValueError("BNO055 mode must be one of %s" % ", ".join(sorted(MODES)))
         self.i2c = i2c
         self.addr = addr
         self.mode = mode
         self.delay_ms = delay_ms
+        self.profile = None if profile is None else as_profile(profile)    # written by init()
         self._buf = bytearray(32)
         self._one = bytearray(1)
 
     def init(self):
-        """Check CHIP_ID, reset, select page 0, units, then the operating mode."""
+        """Check CHIP_ID, reset, select page 0, units, the calibration profile if the driver has
+        one (the chip is in CONFIG_MODE after the reset), then the operating mode."""
         cid = self._get(_CHIP_ID)
         if cid != CHIP_ID:
             raise OSError(19, "0x%02x: CHIP_ID 0x%02x is not a BNO055" % (self.addr, cid))
@@ -59,10 +105,42 @@ class BNO055(RegisterChip):
             self.delay_ms(650)                  # power-on-reset time, datasheet 1.2
         self._set(_PAGE_ID, 0)
         self._set(_UNIT_SEL, _UNITS)
+        if self.profile is not None:
+            self.i2c.writeto_mem(self.addr, _OFFSETS, self.profile)
+        self._leave_config()
+        return self
+
+    def _enter_config(self):
+        self._set(_OPR_MODE, MODES["CONFIG"])
+        if self.delay_ms is not None:
+            self.delay_ms(TO_CONFIG_MS)
+
+    def _leave_config(self):
         self._set(_OPR_MODE, MODES[self.mode])
         if self.delay_ms is not None:
-            self.delay_ms(20)                   # CONFIG -> any mode switching time, 3.3
-        return self
+            self.delay_ms(FROM_CONFIG_MS)
+
+    def read_offsets(self):
+        """The chip's 22-byte calibration profile (bytes; decode_offsets() names the fields), read
+        in CONFIG_MODE; the chip goes back to the driver's operating mode."""
+        b = bytearray(PROFILE_LEN)
+        self._enter_config()
+        try:
+            self.i2c.readfrom_mem_into(self.addr, _OFFSETS, b)
+        finally:
+            self._leave_config()
+        return bytes(b)
+
+    def write_offsets(self, profile):
+        """Write a calibration profile (22 bytes, or the dict of OFFSET_FIELDS) in CONFIG_MODE,
+        then go back to the driver's operating mode; returns the 22 bytes written."""
+        b = as_profile(profile)
+        self._enter_config()
+        try:
+            self.i2c.writeto_mem(self.addr, _OFFSETS, b)
+        finally:
+            self._leave_config()
+        return b
 
     def calibration(self):
         """(sys, gyro, accel, mag) calibration levels 0..3."""

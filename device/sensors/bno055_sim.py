@@ -10,16 +10,39 @@ In CONFIG mode the data registers read zero; raw modes fill acc/mag/gyr; fusion 
 the quaternion, Euler angles, linear acceleration and gravity. UNIT_SEL's accel (mg), gyro (rps)
 and Euler (rad) bits are honoured. CALIB_STAT (0x35) reads calib_stat (default 0xFF: system,
 gyro, accel and mag all at level 3), also after a reset.
+
+Calibration profile (0x55..0x6A, 22 bytes, datasheet 3.6.4 / 3.10), kept simple:
+* read in CONFIG mode it is the profile the chip holds: the one written since the last reset,
+  else `offsets` (what the chip's own calibration found, default DEFAULT_OFFSETS) when calib_stat
+  reports gyro, accel and mag at level 3, else zeros (nothing found yet); outside CONFIG mode the
+  registers read zero (not valid there);
+* written in CONFIG mode it replaces the profile, and each part written (accel: offsets or
+  radius, mag: offsets or radius, gyro: offsets) reports level 3 in CALIB_STAT while the chip is
+  in a fusion mode; system reads 3 once all three were written. Writes outside CONFIG mode are
+  ignored, as on the chip; a reset (RST_SYS) forgets the profile and the restored levels.
 """
 
 import math
 import struct
 
 from device.hal.i2c_sim import RegisterDevice
-from device.sensors.bno055 import FUSION_MODES
+from device.sensors.bno055 import FUSION_MODES, PROFILE_LEN
 
 _DEFAULTS = {0x00: 0xA0, 0x01: 0xFB, 0x02: 0x32, 0x03: 0x0F, 0x3B: 0x80, 0x3D: 0x00,
              0x35: 0xFF, 0x39: 0x05}
+_PROF = 0x55            # ACC_OFFSET_X_LSB .. MAG_RADIUS_MSB 0x6A
+_PROF_END = _PROF + PROFILE_LEN
+# accel offset x/y/z (mg), mag offset x/y/z (1/16 uT), gyro offset x/y/z (1/16 dps), radii
+DEFAULT_OFFSETS = struct.pack("<11h", -14, 27, -9, -182, 311, 64, -2, 1, 0, 1000, 742)
+
+
+def _part(i):
+    """The CALIB_STAT bits of the part profile byte i belongs to (gyro 0x30, accel 0x0C, mag 0x03)."""
+    if i < 6 or 18 <= i < 20:
+        return 0x0C
+    if i < 12 or i >= 20:
+        return 0x03
+    return 0x30
 
 
 def _i16(x):
@@ -39,10 +62,13 @@ def _rotate_t(q, v):
 class SimBNO055(RegisterDevice):
     """truth() -> dict with gyro_rad_s, accel_m_s2 (specific force), mag_ut, quat_wxyz, temp_c."""
 
-    def __init__(self, truth=None, calib_stat=0xFF):
+    def __init__(self, truth=None, calib_stat=0xFF, offsets=None):
         RegisterDevice.__init__(self)
         self.truth = truth
         self.calib_stat = calib_stat
+        self.offsets = bytes(DEFAULT_OFFSETS if offsets is None else offsets)
+        if len(self.offsets) != PROFILE_LEN:
+            raise ValueError("offsets: %d bytes" % PROFILE_LEN)
         self.resets = 0
         self._reset()
 
@@ -51,6 +77,14 @@ class SimBNO055(RegisterDevice):
         for r, v in _DEFAULTS.items():
             self.regs[r] = v
         self.regs[0x35] = self.calib_stat & 0xFF
+        self._profile = None            # written since the reset (bytearray), else None
+        self.restored = 0               # CALIB_STAT bits of the parts written since the reset
+
+    def profile(self):
+        """The 22 profile bytes the chip holds now."""
+        if self._profile is not None:
+            return bytes(self._profile)
+        return self.offsets if (self.calib_stat & 0x3F) == 0x3F else bytes(PROFILE_LEN)
 
     @property
     def mode(self):
@@ -65,11 +99,25 @@ class SimBNO055(RegisterDevice):
                 self.resets += 1
                 self._reset()
                 continue
+            if _PROF <= r < _PROF_END:
+                if self.mode == 0:              # CONFIG_MODE only; ignored otherwise
+                    if self._profile is None:
+                        self._profile = bytearray(self.profile())
+                    self._profile[r - _PROF] = data[i]
+                    self.restored |= _part(r - _PROF)
+                continue
             self.regs[r] = data[i]
 
     def on_read(self, reg, n):
         if reg + n > 0x08 and reg <= 0x34:
             self._refresh()
+        if reg <= 0x35 < reg + n and self.restored:
+            c = self.calib_stat & 0xFF
+            if self.mode in FUSION_MODES:
+                c |= self.restored | (0xC0 if self.restored == 0x3F else 0)
+            self.regs[0x35] = c
+        if reg < _PROF_END and reg + n > _PROF:
+            self.regs[_PROF:_PROF_END] = self.profile() if self.mode == 0 else bytes(PROFILE_LEN)
 
     def _refresh(self):
         mode = self.mode

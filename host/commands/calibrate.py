@@ -8,7 +8,8 @@ The unit is built as `capture` builds it (no --config: the simulated unit, one I
 the human model, --chip like capture's); each sensor is read through the same driver and
 SensorSlot. MPU-6050/6500: gyro bias (held still, +Z up) and the accelerometer's six faces;
 MPU-9250: also the magnetometer turned in all directions (hard/soft iron); BNO055: its own
-CALIB_STAT (it calibrates itself). On a terminal each pose waits for Enter; with --yes or a
+CALIB_STAT (it calibrates itself) and, once fully calibrated, its 22-byte calibration profile,
+which `capture` writes back after each init() (the chip's reset loses it). On a terminal each pose waits for Enter; with --yes or a
 stdin that is not a terminal it does not wait (the simulated unit turns its chips itself).
 Every problem is one line naming the sensor, exit status 2. See device/capture/calibration.py.
 """
@@ -108,7 +109,11 @@ def run(args):
                     "%s %d/3 %s" % (k, v, "calibrated" if v == 3 else "NOT calibrated")
                     for k, v in st.items())))
                 if min(st.values()) < 3:
-                    say("%s: keep moving it (still, six positions, figure 8) and run again to check" % name)
+                    say("%s: keep moving it (still, six positions, figure 8) and run again to check; "
+                        "no calibration profile saved" % name)
+                else:
+                    say("%s: calibration profile saved (22 bytes, %s); capture restores it after init"
+                        % (name, " ".join("%s %d" % (k, v) for k, v in e["profile_fields"].items())))
     finally:
         unit.close()
     kept.update(entries)

@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from device.gestures.recognizer import Recognizer
-from host.gestures.evaluate import FPS, LABELS, ROWS, _mask, staff_evidence
+from host.gestures.evaluate import FPS, LABELS, ROWS, _mask
 from host.gestures.learn import learn_gesture, motion_features
 
 JUMP_C3D = "Sample_Jump2.c3d"
