@@ -10,8 +10,9 @@ Each IMU gives its segment's world orientation: a BNO055 its fused quaternion, a
 per-sensor Mahony filter (gyro integration with the calibrated bias, accelerometer tilt
 correction; heading drifts), an MPU-9250 the same filter with the magnetometer's correction
 (9-axis Mahony: heading held to the calibration heading; readings whose field magnitude or dip
-differ from the reference are rejected, as in VQF). With R_w(link) = R_w(sensor) R_mount^T, a link's dofs are the
-least-squares fit of R_w(parent)^T R_w(link) = R_1(q_1) ... R_n(q_n) (Gauss-Newton on SO(3),
+differ from the reference are rejected, as in VQF, and a new field that stays consistent
+through 20 s of turning becomes the reference). With R_w(link) = R_w(sensor) R_mount^T, a
+link's dofs are the least-squares fit of R_w(parent)^T R_w(link) = R_1(q_1) ... R_n(q_n) (Gauss-Newton on SO(3),
 batched over links, warm-started from the previous frame). A link whose sensor is stale keeps
 its last angles (prediction by holding). Translation dofs are not observed here and are
 returned as NaN (missing). Same interface as device.estimate's make_estimator().
@@ -25,7 +26,8 @@ from device.capture.rot import axis_rot, exp_so3, log_so3, quat_to_mat
 class OrientEstimator:
     def __init__(self, skeleton, dt_s, imu_links=None, mounts=None, iters=4, mahony_kp=1.0,
                  sample_dt_s=None, mahony_kp_mag=None, use_mag=True, mag_norm_th=0.1,
-                 mag_dip_th_deg=10.0, mag_min_undisturbed_s=0.5):
+                 mag_dip_th_deg=10.0, mag_min_undisturbed_s=0.5, mag_new_time_s=20.0,
+                 mag_new_min_gyro_dps=20.0):
         self.sk = skeleton
         self.dt_s = dt_s
         self.sample_dt_s = sample_dt_s      # FIFO sample period (gyro/accel chips), if any
@@ -45,6 +47,15 @@ class OrientEstimator:
         self.mag_norm_th = mag_norm_th
         self.mag_dip_th_rad = np.radians(mag_dip_th_deg)
         self.mag_min_undisturbed_s = mag_min_undisturbed_s
+        # a new magnetic environment (another room, a steel frame nearby for good): a field
+        # that stays consistent with itself (the same two tests against a candidate that follows
+        # it) for mag_new_time_s while the sensor turns faster than mag_new_min_gyro_dps becomes
+        # the reference (VQF's magNewTime = 20 s, magNewMinGyr = 20 deg/s): a field that stays
+        # consistent through rotation is the world's, not a magnet carried with the sensor
+        self.mag_new_time_s = mag_new_time_s
+        self.mag_new_min_gyro_rad_s = np.radians(mag_new_min_gyro_dps)
+        self._mag_cand = {}                    # name -> [norm_ut, dip_rad, turning s, readings]
+        self.mag_adopted = {}                            # name -> new references adopted
         self._mag_ok_s = {}                              # name -> seconds undisturbed so far
         self._mag_ref = {}                               # name -> (d_ref, norm_ref_ut, dip_ref_rad)
         self.mag_used = {}                               # name -> frames whose mag was used
@@ -131,6 +142,7 @@ class OrientEstimator:
         self._ahrs[name] = np.asarray(R_world_sensor, float)
         self._mag_ref.pop(name, None)
         self._mag_ok_s.pop(name, None)
+        self._mag_cand.pop(name, None)
         if mag_ut is not None:
             self._set_mag_ref(name, self._ahrs[name] @ np.asarray(mag_ut, float))
 
@@ -149,6 +161,29 @@ class OrientEstimator:
             return
         # dip = asin(h_up / |h|) (negative: the field points down, northern hemisphere)
         self._mag_ref[name] = (h_hor_ut / hor_ut, norm_ut, float(np.arcsin(h_up_ut / norm_ut)))
+
+    def _mag_agrees(self, norm_ut, dip_rad, norm_ref_ut, dip_ref_rad):
+        """VQF's two tests: |(|m| - |m_ref|)| <= th |m_ref|  and  |dip - dip_ref| <= th_dip."""
+        return norm_ut > 0 and abs(norm_ut - norm_ref_ut) <= self.mag_norm_th * norm_ref_ut and \
+            abs(dip_rad - dip_ref_rad) <= self.mag_dip_th_rad
+
+    def _mag_candidate(self, name, norm_ut, dip_rad, rate_rad_s, dt_s):
+        """Follow a disturbed field as a candidate reference; True once it has stayed consistent
+        for mag_new_time_s of turning (time counts only while |w| > mag_new_min_gyro)."""
+        c = self._mag_cand.get(name)
+        if c is None or not self._mag_agrees(norm_ut, dip_rad, c[0], c[1]):
+            self._mag_cand[name] = [norm_ut, dip_rad, 0.0, 1]
+            return False
+        # the candidate is the running mean of the field since it began: c <- c + (x - c) / (k + 1)
+        c[3] += 1
+        c[0] += (norm_ut - c[0]) / c[3]
+        c[1] += (dip_rad - c[1]) / c[3]
+        if rate_rad_s > self.mag_new_min_gyro_rad_s:
+            c[2] += dt_s
+        if c[2] >= self.mag_new_time_s:
+            self._mag_cand.pop(name, None)
+            return True
+        return False
 
     def _mahony_marg(self, name, R, seq, dt, bias, mag_ut):
         """The Mahony filter over seq with the magnetometer's correction (MARG form, Madgwick's
@@ -184,10 +219,15 @@ class OrientEstimator:
             # dip = asin(h . up / |h|)
             dip_rad = float(np.arcsin(np.clip(h0_ut @ up / max(norm_ut, 1e-12), -1.0, 1.0)))
             # disturbed: |(|m| - |m_ref|)| > th |m_ref|  or  |dip - dip_ref| > th_dip   (VQF)
-            if abs(norm_ut - norm_ref_ut) > self.mag_norm_th * norm_ref_ut or \
-                    abs(dip_rad - dip_ref_rad) > self.mag_dip_th_rad or norm_ut <= 0:
+            if not self._mag_agrees(norm_ut, dip_rad, norm_ref_ut, dip_ref_rad):
                 self._mag_ok_s[name] = 0.0
+                rate_rad_s = float(np.linalg.norm(w_rad_s, axis=1).mean())
+                if self._mag_candidate(name, norm_ut, dip_rad, rate_rad_s, n * dt):
+                    self._set_mag_ref(name, h0_ut)   # the field now, at the heading estimated now
+                    self.mag_adopted[name] = self.mag_adopted.get(name, 0) + 1
+                    self._mag_ok_s[name] = self.mag_min_undisturbed_s
             else:
+                self._mag_cand.pop(name, None)
                 self._mag_ok_s[name] = self._mag_ok_s.get(name, np.inf) + n * dt
             use = self._mag_ok_s[name] >= self.mag_min_undisturbed_s
             if use:
