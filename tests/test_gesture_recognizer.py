@@ -506,3 +506,41 @@ def test_walk_stop_labels_follow_their_definition():
         sp = ev[c]["speed"]
         assert (sp[b:b + 9] < 0.3).all() and sp[b - 1] >= 0.3
         assert max(ev[c]["feet"][s][0][a:b].max() for s in "lr") > 0.3
+
+
+def test_mirrored_features_swap_sides():
+    from device.gestures.features import NAMES, mirrored
+    f = np.arange(len(NAMES), dtype=float)[None, :]
+    m = mirrored(f)[0]
+    assert m[NAMES.index("l_knee_deg")] == NAMES.index("r_knee_deg")
+    assert m[NAMES.index("trunk_lean_side_deg")] == -NAMES.index("trunk_lean_side_deg")
+    assert m[NAMES.index("pelvis_vz_leg_s")] == NAMES.index("pelvis_vz_leg_s")
+    np.testing.assert_array_equal(mirrored(mirrored(f)), f)
+
+
+@need_data
+def test_mirror_finds_the_gesture_done_with_the_other_side():
+    """Two right kicks taught with mirror=True find the third kick of the clip done with the
+    left leg (the clip's features mirrored); taught without it, they find none of the mirrored
+    kicks; mirroring needs body features."""
+    from device.gestures.features import mirrored
+    from host.gestures.evaluate import KICK, LABELS, _mask, load_clips
+    from host.gestures.learn import learn_gesture
+    f = load_clips(DATA)[KICK]
+    kicks = LABELS["kick"]
+    ex = [f[a:b + 1] for _, a, b in kicks[:2]]
+    neg = [(f, _mask(len(f), [(a, b) for _, a, b in kicks]))]
+    both = learn_gesture("kick", ex, neg, mirror=True)
+    right = learn_gesture("kick", ex, neg)
+    assert len(both.templates) == 2 * len(right.templates)
+    assert set(both.rows) >= {"l_hip_flex_deg", "r_hip_flex_deg"}
+    _, a, b = kicks[2]
+    left = mirrored(f)
+    hits = Recognizer([both], fps=30.0, precomputed=True).run_features(left)
+    assert any(m.frame_start <= b and a <= m.frame_end for m in hits)
+    assert Recognizer([right], fps=30.0, precomputed=True).run_features(left) == []
+    assert any(m.frame_start <= b and a <= m.frame_end
+               for m in Recognizer([both], fps=30.0, precomputed=True).run_features(f))
+    with pytest.raises(FormatError, match="mirror"):
+        learn_gesture("k", [np.zeros((10, 2)) + np.arange(10)[:, None]], names=["a", "b"],
+                      scales=[1.0, 1.0], space="rows", mirror=True)

@@ -97,6 +97,18 @@ RATES = tuple(NAMES[-VELOCITY:])      # features that are rates (0 at rest)
 # typical size of each feature: distances divide by it
 SCALES = np.array([0.25 if n.endswith("_leg") else 0.5 if n.endswith("_leg_s") else 30.0 for n in NAMES])
 
+# the body mirrored left to right: each side's features trade places (abduction is measured
+# outwards on both sides, so it keeps its sign) and the sideways trunk lean changes sign
+MIRROR = np.array([NAMES.index(("r_" + n[2:]) if n.startswith("l_") else ("l_" + n[2:]) if n.startswith("r_")
+                               else n) for n in NAMES])
+MIRROR_SIGN = np.array([-1.0 if n == "trunk_lean_side_deg" else 1.0 for n in NAMES])
+
+
+def mirrored(features):
+    """Features (..., len(NAMES)) of the same motion done with the other side of the body."""
+    f = np.asarray(features, float)
+    return f[..., MIRROR] * MIRROR_SIGN
+
 
 class FeatureError(FormatError):
     """The skeleton's landmarks cannot be found."""

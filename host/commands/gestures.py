@@ -38,6 +38,8 @@ def add_arguments(p):
     lp.add_argument("--negative", nargs="*", default=[], metavar="STAFF[@START:END]",
                     help="motion that must not match")
     lp.add_argument("--space", choices=("auto", "body", "rows"), default="auto")
+    lp.add_argument("--mirror", action="store_true",
+                    help="also recognise the gesture done with the other side of the body (body space)")
     lp.add_argument("--fps", type=float, default=30.0)
     lp.add_argument("--amplitudes", default="0.5,0.7071,1,1.4142,2", metavar="A,B,...",
                     help="amplitude factors: each example also becomes copies scaled about its start "
@@ -159,6 +161,7 @@ def _learn(args):
     names = None if space == "body" else rows
     g = learn_gesture(args.name, ex_v, neg_v, rows=rows or None, names=names, scales=scales,
                       command=args.command, space=space, fps=args.fps, hold_frames=args.hold_frames,
+                      mirror=args.mirror,
                       sources=list(args.staffs), amplitudes=amps)
     lib = [x for x in load_library(args.library, missing_ok=True) if x.name != g.name]
     lib.append(g)

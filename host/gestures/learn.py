@@ -41,7 +41,8 @@ import numpy as np
 from device.gestures.features import NAMES as FEATURE_NAMES
 from device.gestures.features import SCALES as FEATURE_SCALES
 from device.gestures.features import RATES as FEATURE_RATES
-from device.gestures.features import BodyFeatures, FeatureError
+from device.gestures.features import MIRROR as FEATURE_MIRROR
+from device.gestures.features import BodyFeatures, FeatureError, mirrored
 from device.gestures.library import Gesture
 from device.gestures.recognizer import resample
 from device.gestures.spring import Spring, dtw_distance, tempo_bounds
@@ -154,8 +155,10 @@ def still_distance(template, scales):
 
 def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=None, command="",
                   space="body", fps=30.0, hold_frames=1, energy_fraction=0.35, sources=None,
-                  amplitudes=AMPLITUDES):
-    """A Gesture from examples (list of frames x all-rows arrays, at fps) and negatives."""
+                  amplitudes=AMPLITUDES, mirror=False):
+    """A Gesture from examples (list of frames x all-rows arrays, at fps) and negatives.
+    mirror (body space only): the examples done with the other side of the body are templates
+    too (a kick taught with the right leg is also found with the left)."""
     names = list(FEATURE_NAMES if names is None else names)
     scales = np.asarray(FEATURE_SCALES if scales is None else scales, float)
     examples = [np.asarray(x, float) for x in examples]
@@ -171,17 +174,27 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
         sel = [names.index(r) for r in rows]
     else:
         sel = select_rows(examples, scales, energy_fraction)
+    groups = [list(range(len(examples)))]
+    sources = list(sources or ["example %d" % k for k in range(len(examples))])
+    if mirror:
+        if space != "body" or len(names) != len(FEATURE_NAMES):
+            raise FormatError("gesture %r: --mirror needs body features (space body)" % name)
+        # both sides' rows; the mirrored examples are a second group (their own positives)
+        sel = sorted(set(sel) | {int(FEATURE_MIRROR[i]) for i in sel})
+        groups.append(list(range(len(examples), 2 * len(examples))))
+        sources += [s + " mirrored" for s in sources]
+        examples = examples + [mirrored(x) for x in examples]
     sc = scales[sel]
     rates = np.array([n in FEATURE_RATES for n in names])
     base = [x[:, sel] for x in examples]
     amps = sorted(set(float(a) for a in amplitudes)) or [1.0]
     negs = [(np.asarray(s, float)[:, sel], m) for s, m in negatives]
-    sources = list(sources or ["example %d" % k for k in range(len(base))])
     tpls, thrs, amp_of, src, pos1, neg1, still1 = [], [], [], [], [], [], []
+    group_of = {j: grp for grp in groups for j in grp}
     for j, x in enumerate(base):
         for a in amps:
             t = scaled(x, a, rates[sel] if space == "body" else None)
-            pos = [dtw_distance(t, base[i], sc) for i in range(len(base)) if i != j]
+            pos = [dtw_distance(t, base[i], sc) for i in group_of[j] if i != j]
             nmin = min((negative_min(t, sc, s, m, a) for s, m in negs), default=np.inf)
             still = still_distance(t, sc)
             thr = threshold_rule(pos, nmin, still)
@@ -190,7 +203,7 @@ def learn_gesture(name, examples, negatives=(), rows=None, names=None, scales=No
                 neg1.append(nmin)
                 still1.append(still)
                 if not thr > 0:
-                    others = [sources[i] for i in range(len(base)) if i != j]
+                    others = [sources[i] for i in group_of[j] if i != j]
                     raise FormatError(_no_threshold(name, sources[j], others, pos, nmin,
                                                     [names[i] for i in sel]))
                 if not np.isfinite(thr):
