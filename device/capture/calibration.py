@@ -61,6 +61,19 @@ def _err(name, msg):
 
 # -- the file --------------------------------------------------------------------------------
 _VEC = {"gyro_bias_rad_s": 3, "accel_bias_m_s2": 3, "accel_scale": 3, "mag_hard_iron_ut": 3}
+CHIPS = ("bno055", "mpu6050", "mpu9250")
+# what a correction may be (beyond any chip's data-sheet tolerance: a value outside is a broken
+# or hand-edited file, refused at load rather than applied to every reading)
+LIMITS = {"gyro_bias_rad_s": 0.5,        # 28.6 deg/s (MPU-6050 ZRO tolerance +-20 deg/s)
+          "accel_bias_m_s2": 3.0,        # 0.3 g (MPU-6050 zero-g offset +-80 / +-150 mg)
+          "mag_hard_iron_ut": 4912.0}    # the AK8963's whole range
+SOFT_IRON_SV = (0.2, 5.0)                # singular values of mag_soft_iron (the fit gives ~1)
+_MPU_KEYS = ("gyro_bias_rad_s", "accel_bias_m_s2", "accel_scale", "mag_hard_iron_ut", "mag_soft_iron")
+_MAG_KEYS = ("mag_hard_iron_ut", "mag_soft_iron")
+
+
+def _num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))
 
 
 def check_entry(name, e, where):
@@ -68,14 +81,28 @@ def check_entry(name, e, where):
     at = "%s: sensor %s" % (where, name)
     if not isinstance(e, dict):
         raise FormatError("%s: not an object" % at)
-    out = {"chip": e.get("chip")}
+    chip = e.get("chip")
+    if chip is not None and chip not in CHIPS:
+        raise FormatError("%s: 'chip' must be one of %s, got %r" % (at, ", ".join(CHIPS), chip))
+    if chip == "bno055":
+        extra = [k for k in _MPU_KEYS if k in e]
+        if extra:
+            raise FormatError("%s: a BNO055 calibrates itself, its entry carries no corrections (%s)"
+                              % (at, ", ".join(extra)))
+    if chip == "mpu6050":
+        extra = [k for k in _MAG_KEYS if k in e]
+        if extra:
+            raise FormatError("%s: an MPU-6050 has no magnetometer (%s)" % (at, ", ".join(extra)))
+    out = {"chip": chip}
     for key, n in _VEC.items():
         if key in e:
             v = e[key]
-            if (not isinstance(v, list) or len(v) != n
-                    or not all(isinstance(x, (int, float)) and np.isfinite(x) for x in v)):
+            if not isinstance(v, list) or len(v) != n or not all(_num(x) for x in v):
                 raise FormatError("%s: '%s' must be %d finite numbers" % (at, key, n))
             out[key] = np.array(v, float)
+            lim = LIMITS.get(key)
+            if lim is not None and np.any(np.abs(out[key]) > lim):
+                raise FormatError("%s: '%s' is out of range (%s; at most %g in magnitude)" % (at, key, v, lim))
     if "accel_scale" in out and np.any(np.abs(out["accel_scale"] - 1.0) > 0.5):
         raise FormatError("%s: 'accel_scale' is far from 1 (%s)" % (at, e["accel_scale"]))
     if ("accel_scale" in out) != ("accel_bias_m_s2" in out):
@@ -83,18 +110,53 @@ def check_entry(name, e, where):
     if "mag_soft_iron" in e:
         W = e["mag_soft_iron"]
         ok = isinstance(W, list) and len(W) == 3 and all(
-            isinstance(r, list) and len(r) == 3 and all(isinstance(x, (int, float)) and np.isfinite(x) for x in r)
-            for r in W)
+            isinstance(r, list) and len(r) == 3 and all(_num(x) for x in r) for r in W)
         if not ok:
             raise FormatError("%s: 'mag_soft_iron' must be a 3 x 3 matrix" % at)
         out["mag_soft_iron"] = np.array(W, float)
         if "mag_hard_iron_ut" not in out:
             raise FormatError("%s: 'mag_soft_iron' needs 'mag_hard_iron_ut'" % at)
+        sv = np.linalg.svd(out["mag_soft_iron"], compute_uv=False)
+        if not (SOFT_IRON_SV[0] <= sv.min() and sv.max() <= SOFT_IRON_SV[1]) or np.linalg.det(out["mag_soft_iron"]) <= 0:
+            raise FormatError("%s: 'mag_soft_iron' is not a soft-iron correction (singular values (%s), "
+                              "determinant %.3g; need %g..%g and a positive determinant)"
+                              % (at, ", ".join("%.3g" % x for x in sv), np.linalg.det(out["mag_soft_iron"]),
+                                 SOFT_IRON_SV[0], SOFT_IRON_SV[1]))
     elif "mag_hard_iron_ut" in out:
         out["mag_soft_iron"] = np.eye(3)
     if "profile" in e or "profile_fields" in e:
         out["profile"] = _check_profile(e, at)
     return out
+
+
+def check_for_unit(table, specs, where="calibration"):
+    """A loaded table {name: corrections} against the unit's sensor specs: every entry names one of
+    its sensors and fits that sensor's chip (an MPU entry on a BNO055 would correct the chip's
+    own calibrated readings; a BNO055 profile on an MPU would be silently unused); FormatError
+    naming the file and the sensor."""
+    chips = {s["name"]: s["chip"] for s in specs}
+    for name, c in table.items():
+        at = "%s: sensor %s" % (where, name)
+        if name not in chips:
+            raise FormatError("%s: not in the unit's configuration (sensors: %s): fix the name or "
+                              "remove the entry" % (at, ", ".join(chips) or "none"))
+        chip = chips[name]
+        if c.get("chip") is not None and c["chip"] != chip:
+            raise FormatError("%s: the entry is for chip %s, but the sensor's chip is %s: calibrate it again"
+                              % (at, c["chip"], chip))
+        if chip == "bno055":
+            extra = [k for k in _MPU_KEYS if k in c]
+            if extra:
+                raise FormatError("%s: a BNO055 calibrates itself, its entry carries no corrections (%s)"
+                                  % (at, ", ".join(extra)))
+        else:
+            if "profile" in c:
+                raise FormatError("%s: 'profile' is a BNO055 calibration profile, but the sensor's chip is %s"
+                                  % (at, chip))
+            if chip != "mpu9250" and any(k in c for k in _MAG_KEYS):
+                raise FormatError("%s: magnetometer corrections, but the sensor's chip is %s (no magnetometer)"
+                                  % (at, chip))
+    return table
 
 
 def _check_profile(e, at):
@@ -133,6 +195,8 @@ def _check_profile(e, at):
 def check_calibration(doc, where="calibration"):
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise FormatError("%s: not an IMU calibration file ('format' must be %r)" % (where, FORMAT))
+    if doc.get("version", 1) != 1 or isinstance(doc.get("version"), bool):
+        raise FormatError("%s: calibration file version %r is not supported (1)" % (where, doc.get("version")))
     sensors = doc.get("sensors")
     if not isinstance(sensors, dict):
         raise FormatError("%s: 'sensors' must be an object {name: entry}" % where)
@@ -167,10 +231,18 @@ def save_calibration(path, entries, created=None):
     # vectors and matrix rows on one line each
     text = re.sub(r"\[\s*([-+0-9.eE]+(?:,\s*[-+0-9.eE]+)*)\s*\]",
                   lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text)
+    path = os.path.realpath(path)      # a symlink's target is replaced, not the link
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise FormatError("%s: not a regular file (a calibration is written by a rename over it)" % path)
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text + "\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     return doc
 
 

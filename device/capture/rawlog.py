@@ -91,6 +91,17 @@ class JsonlReplay:
         except ValueError:
             raise FormatError("%s: line %d is not JSON" % (self.path, self.k + 2))
         self.k += 1
+        at = "%s: line %d" % (self.path, self.k + 1)
+        try:
+            return self._frame(d)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            raise FormatError("%s: not a raw log frame (%s)" % (at, e))
+
+    def _frame(self, d):
+        if not isinstance(d, dict) or not isinstance(d.get("r"), dict):
+            raise ValueError("'r' must be an object {name: reading}")
+        if not isinstance(d.get("m", {}), dict) or not isinstance(d.get("s", {}), dict):
+            raise ValueError("'m' and 's' must be objects {name: ...}")
         out = {}
         for name, row in d["r"].items():
             if row is None:
@@ -102,8 +113,13 @@ class JsonlReplay:
             if out.get(name) is not None:
                 out[name]["samples"] = [(tuple(x[0:3]), tuple(x[3:6])) for x in rows]
         for name, m in d.get("m", {}).items():
+            if m is None:
+                continue                        # no magnetometer reading this frame
+            if (not isinstance(m, list) or len(m) != 3 or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in m)):
+                raise ValueError("'m' of %s must be 3 finite numbers (uT), got %s" % (name, json.dumps(m)[:60]))
             if out.get(name) is not None:
-                out[name]["mag"] = tuple(m)
+                out[name]["mag"] = tuple(float(x) for x in m)
         return out
 
 

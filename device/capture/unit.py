@@ -141,6 +141,7 @@ class Unit:
         sk = self.skeleton
         specs = cfg.get("sensors") or place_sensors(sk, cfg.get("chip", "bno055"))
         self.specs = specs
+        _check_mag_and_sim(cfg, specs)
         self.subject = None
         if sub is not None and replay is None:
             if self.retargeted:
@@ -158,8 +159,10 @@ class Unit:
         self.replay = replay
         self.sensor_cal = {}
         if replay is None and cfg.get("sensor_calibration"):
-            from device.capture.calibration import load_calibration
-            self.sensor_cal = load_calibration(cfg["sensor_calibration"])
+            from device.capture.calibration import check_for_unit, load_calibration
+            src = cfg["sensor_calibration"]
+            self.sensor_cal = check_for_unit(load_calibration(src), specs,
+                                             src if isinstance(src, str) else "calibration")
         self.buses = {}
         self.slots = []
         self._chip = {}
@@ -421,7 +424,9 @@ class Unit:
                 est.start_ahrs(n, R, mag_ut=np.mean(np.asarray(m, float), 0) if m else None)
         else:
             mod = importlib.import_module("device.estimate")
-            est = mod.make_estimator(name, sk, self.dt_s, **dict(self.cfg.get("estimator_options") or {}))
+            opts = dict(self.cfg.get("estimator_options") or {})
+            opts.pop("magnetometer", None)      # the orient estimator's; the model filters get no mag
+            est = mod.make_estimator(name, sk, self.dt_s, **opts)
         est.initialise(sk.home.copy())
         self.estimator = est
 
@@ -439,6 +444,25 @@ class Unit:
             b.close()
         if self.camera is not None:
             self.camera.close()
+
+
+def _check_mag_and_sim(cfg, specs, where="unit config"):
+    """Before anything runs: estimator_options' "magnetometer" is true or false (a string such as
+    "no" would read as true), and a simulated BNO055's "sim" calib_stat is a CALIB_STAT byte."""
+    from protocol.errors import FormatError
+    opts = cfg.get("estimator_options")
+    if opts is not None and not isinstance(opts, dict):
+        raise FormatError("%s: 'estimator_options' must be an object" % where)
+    if opts and "magnetometer" in opts and not isinstance(opts["magnetometer"], bool):
+        raise FormatError("%s: estimator_options 'magnetometer' must be true or false, got %r"
+                          % (where, opts["magnetometer"]))
+    for s in specs:
+        sim = s.get("sim") or {}
+        if "calib_stat" in sim:
+            c = sim["calib_stat"]
+            if not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= 255:
+                raise FormatError("%s: sensor %s: 'sim' 'calib_stat' must be the CALIB_STAT byte 0..255 "
+                                  "(0xFF: all calibrated), got %r" % (where, s.get("name"), c))
 
 
 def _fifo_rate(hz):
