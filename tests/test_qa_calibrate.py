@@ -253,6 +253,18 @@ def test_magnetometer_option_with_a_model_estimator(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["frames"] == 45
 
 
+@pytest.mark.parametrize("opts", [{"nonsense": 1}, {"armature": "heavy"}])
+def test_estimator_options_a_model_estimator_does_not_take(tmp_path, capsys, opts):
+    """An unknown or bad estimator option was a traceback after the still pose (nothing
+    recorded but calibration frames); it is one line before capture starts."""
+    cfg = _cfg(tmp_path, sensors=_sensors()[:2], estimator="ekf", estimator_options=opts)
+    rec = tmp_path / "rec.msr"
+    assert main(["capture", "--config", cfg, "--duration", "1.5", "--record", str(rec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "estimator_options" in err and "Traceback" not in err
+    assert not rec.exists()
+
+
 # -- raw logs with a magnetometer ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def raw_log(tmp_path_factory):

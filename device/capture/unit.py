@@ -142,6 +142,7 @@ class Unit:
         specs = cfg.get("sensors") or place_sensors(sk, cfg.get("chip", "bno055"))
         self.specs = specs
         _check_mag_and_sim(cfg, specs)
+        check_estimator_options(cfg, sk, self.dt_s)
         self.subject = None
         if sub is not None and replay is None:
             if self.retargeted:
@@ -426,7 +427,7 @@ class Unit:
             mod = importlib.import_module("device.estimate")
             opts = dict(self.cfg.get("estimator_options") or {})
             opts.pop("magnetometer", None)      # the orient estimator's; the model filters get no mag
-            est = mod.make_estimator(name, sk, self.dt_s, **opts)
+            est = _make_model_estimator(mod, name, sk, self.dt_s, opts)
         est.initialise(sk.home.copy())
         self.estimator = est
 
@@ -444,6 +445,28 @@ class Unit:
             b.close()
         if self.camera is not None:
             self.camera.close()
+
+
+def _make_model_estimator(mod, name, sk, dt_s, opts, where="unit config"):
+    """device.estimate's estimator; an option it does not take or a bad value is one line."""
+    from protocol.errors import FormatError
+    try:
+        return mod.make_estimator(name, sk, dt_s, **opts)
+    except (TypeError, ValueError) as e:     # an option it does not take, a bad value
+        raise FormatError("%s: estimator_options for %r: %s" % (where, name, str(e).split("\n")[0])) from None
+
+
+def check_estimator_options(cfg, sk, dt_s, where="unit config"):
+    """Before anything runs: a model estimator takes every estimator_options key (it is built
+    once on the skeleton as it is, and thrown away)."""
+    name = cfg.get("estimator", "ekf")
+    opts = dict(cfg.get("estimator_options") or {})
+    opts.pop("magnetometer", None)
+    if name in ("orient", "none") or not opts:
+        return
+    import copy
+    _make_model_estimator(importlib.import_module("device.estimate"), name, copy.deepcopy(sk), dt_s,
+                          opts, where)
 
 
 def _check_mag_and_sim(cfg, specs, where="unit config"):
