@@ -361,8 +361,7 @@ class SimBench:
         return tuple(g), tuple(a), 25.0
 
     def _mag(self, name):
-        R = self._pose[name](self.t)
-        return tuple(R.T @ self.field_ut + self.subject.rng.normal(size=3) * self.subject.noise["mag_noise_ut"])
+        return tuple(self._state(name)[3])
 
     def _truth_dict(self, name):
         from device.capture.rot import mat_to_quat

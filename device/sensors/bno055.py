@@ -120,26 +120,27 @@ class BNO055(RegisterChip):
         if self.delay_ms is not None:
             self.delay_ms(FROM_CONFIG_MS)
 
+    def _in_config(self, transfer, b):
+        """transfer(addr, register, b) on the offset registers in CONFIG_MODE, then back to the
+        driver's operating mode (also when the transfer fails)."""
+        self._enter_config()
+        try:
+            transfer(self.addr, _OFFSETS, b)
+        finally:
+            self._leave_config()
+
     def read_offsets(self):
         """The chip's 22-byte calibration profile (bytes; decode_offsets() names the fields), read
         in CONFIG_MODE; the chip goes back to the driver's operating mode."""
         b = bytearray(PROFILE_LEN)
-        self._enter_config()
-        try:
-            self.i2c.readfrom_mem_into(self.addr, _OFFSETS, b)
-        finally:
-            self._leave_config()
+        self._in_config(self.i2c.readfrom_mem_into, b)
         return bytes(b)
 
     def write_offsets(self, profile):
         """Write a calibration profile (22 bytes, or the dict of OFFSET_FIELDS) in CONFIG_MODE,
         then go back to the driver's operating mode; returns the 22 bytes written."""
         b = as_profile(profile)
-        self._enter_config()
-        try:
-            self.i2c.writeto_mem(self.addr, _OFFSETS, b)
-        finally:
-            self._leave_config()
+        self._in_config(self.i2c.writeto_mem, b)
         return b
 
     def calibration(self):

@@ -105,10 +105,11 @@ def _learn(cache, key, hold_frames, make):
 
 
 def run_fold(clips, gesture, train, test, hold_frames=1, fps=FPS, rows="default", amplitudes=None,
-             cache=None):
+             cache=None, labels=None):
     """One fold: (learned Gesture, list of per-match records, tested instance). cache: a dict
-    that keeps learned gestures between calls on the same clips (e.g. other hold_frames)."""
-    inst = LABELS[gesture]
+    that keeps learned gestures between calls on the same clips (e.g. other hold_frames);
+    labels: the instances of gesture, when it is not one of LABELS (e.g. evaluate_extra)."""
+    inst = LABELS[gesture] if labels is None else labels
     spans = {}
     for c, a, b in inst:
         spans.setdefault(c, []).append((a, b))

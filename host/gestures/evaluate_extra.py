@@ -20,9 +20,7 @@ motion), measured with `definition_evidence` like walk_start's end.
 
 import numpy as np
 
-from device.gestures.recognizer import Recognizer
-from host.gestures.evaluate import FPS, ROWS, _mask
-from host.gestures.learn import learn_gesture
+from host.gestures.evaluate import FPS, ROWS, run_fold
 
 STOP_CLIPS = ("131_01.bvh", "131_03.bvh")
 ROWS_STOP = ROWS["walk_start"]
@@ -62,33 +60,20 @@ def walk_stop_labels(evidence):
 
 
 def evaluate_walk_stop(clips, labels, hold_frames=1, fps=FPS):
-    """Each take's stop learned alone and the other's tested (the headline protocol):
-    [dict(train, test, rows, threshold, found, distance, nearest, false positives)]."""
+    """Each take's stop learned alone and the other's tested (the headline protocol, run_fold):
+    [dict(train, test, rows, threshold, found, distance, latency_ms, nearest, false_positives)]."""
     from host.gestures.evaluate_c3d import nearest_ratio
-    spans = {}
-    for c, a, b in labels:
-        spans.setdefault(c, []).append((a, b))
-    negatives = [(f[:len(f) // 2], _mask(len(f) // 2, spans.get(n, []))) for n, f in clips.items()]
     out = []
     for tr, te in ((0, 1), (1, 0)):
         if max(tr, te) >= len(labels):
             break
-        c, a, b = labels[tr]
-        g = learn_gesture("walk_stop", [clips[c][a:b + 1]], negatives, rows=ROWS_STOP, fps=fps,
-                          hold_frames=hold_frames, sources=["%s@%d:%d" % labels[tr]])
-        rec = Recognizer([g], fps=fps, precomputed=True)
-        tc, ta, tb = labels[te]
-        hits, fps_ = [], []
-        for name, f in clips.items():
-            half = len(f) // 2
-            for m in rec.run_features(f):
-                if name == tc and m.frame_start <= tb and ta <= m.frame_end:
-                    hits.append(m)
-                elif not any(m.frame_start <= y and x <= m.frame_end for x, y in spans.get(name, [])) \
-                        and m.frame_end >= half:
-                    fps_.append("%s@%d-%d" % (name, m.frame_start, m.frame_end))
+        g, recs, (tc, ta, tb) = run_fold(clips, "walk_stop", [tr], te, hold_frames, fps,
+                                         rows=ROWS_STOP, labels=labels)
+        hits = [m for kind, _, m in recs if kind == "tp"]
         out.append({"train": labels[tr], "test": labels[te], "rows": g.rows, "threshold": g.threshold,
                     "found": bool(hits), "distance": hits[0].distance if hits else None,
                     "latency_ms": (hits[0].frame_decided - tb) / fps * 1000.0 if hits else None,
-                    "nearest": nearest_ratio(g, clips[tc], ta, tb), "false_positives": fps_})
+                    "nearest": nearest_ratio(g, clips[tc], ta, tb),
+                    "false_positives": ["%s@%d-%d" % (c, m.frame_start, m.frame_end)
+                                        for kind, c, m in recs if kind == "fp"]})
     return out
