@@ -19,6 +19,9 @@ if [ "$extra" = "test" ]; then
   command -v node >/dev/null 2>&1 || need+=(nodejs npm)
   [ -x /usr/bin/chromium ] || need+=(chromium)
   command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
+  # offscreen OpenGL for MuJoCo's renderer (MUJOCO_GL=egl, or osmesa)
+  [ -e /usr/lib/x86_64-linux-gnu/libOSMesa.so.8 ] || [ -e /usr/lib/aarch64-linux-gnu/libOSMesa.so.8 ] \
+    || need+=(libosmesa6 libegl1 libgl1-mesa-dri libgbm1)
   if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
       apt-get update -qq >/dev/null
