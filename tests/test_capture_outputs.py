@@ -13,7 +13,10 @@ def test_packets_decode_to_the_recorded_codes():
     unit = build_unit(default_config(body="humanoid18"))
     loop = CaptureLoop(unit)
     port = io.BytesIO()
-    loop.outputs.append(PacketOutput(port, loop.header))
+    t = [0.0]
+    loop.outputs.append(lambda k, t_s, v, c: t.__setitem__(0, t_s))    # the pacer's clock
+    out = PacketOutput(port, loop.header, clock=lambda: t[0])
+    loop.outputs.append(out)
     codes = []
     loop.outputs.append(lambda k, t, v, c: codes.append(c))
     loop.run(frames=45)
@@ -24,7 +27,8 @@ def test_packets_decode_to_the_recorded_codes():
     frames = [p.frame()[1] for p in ps if p.is_frame()]
     assert frames == codes
     assert names.count("HEARTBEAT") == 2
-    assert sum(dec.drops.values()) == 0
+    assert names.count("HEADER") >= 2                    # repeated every second
+    assert sum(dec.drops.values()) == 0 and out.dropped == 0 and out.frames == 45
 
 
 def test_full_loop_port_drops_instead_of_blocking():
@@ -34,5 +38,6 @@ def test_full_loop_port_drops_instead_of_blocking():
     outs = make_outputs(cfg_out, loop.header, unit.skeleton)
     loop.outputs.extend(outs)
     loop.run(frames=40)                        # the loop:// buffer fills; nothing blocks
-    assert outs[0].frames == 40 and outs[0].dropped > 0
+    c = outs[0].counts()
+    assert outs[0].frames + outs[0].dropped == 40 and c["frames_sent"] == outs[0].frames
     outs[0].close()

@@ -1,0 +1,135 @@
+"""The one live-link streamer: frames, the compact header on a schedule and on request, heartbeats,
+paced to the baud rate (device/servo/paced.py). Used by capture's PacketOutput and Native.
+
+    ls = LinkStreamer(port, staff_header, baud=115200, clock=time.monotonic)
+    ls.frame(codes, t_s)           # one FRAME (True) or skipped whole (False); header parts first
+    ls.poll()                      # read the receiver's REQUEST/HEARTBEAT; due header, heartbeat
+    ls.counts()                    # frames_sent, frames_skipped, header_repeats, header_requests, ...
+
+Wire: protocol/packets.py. HELLO and the link header (protocol/linkheader.py, cut into parts of
+part_bytes so frames interleave) go first, then again every header_every_s, and at once when
+the receiver asks (a REQUEST, or a HEARTBEAT naming another header id than ours, e.g. 0 after
+a reset). Frames are stamped with their capture time t_s (24-bit microseconds). record=True
+keeps (seq, time_us) -> codes of every frame sent (the truth a test checks a receiver against).
+"""
+
+import time
+
+from protocol import linkheader, packets as pk
+from device.servo.paced import PacedSender
+
+
+class LinkStreamer:
+    def __init__(self, port, header, bits=None, baud=115200, buffer_bytes=4096, clock=None,
+                 header_every_s=1.0, heartbeat_s=1.0, part_bytes=256, max_delay_s=0.1,
+                 record=False):
+        self.port = port
+        self.clock = clock or time.monotonic
+        self.sender = PacedSender(port, baud, buffer_bytes, max_delay_s, self.clock)
+        self.enc = pk.Encoder(clock_us=lambda: int(self.clock() * 1e6))
+        self.decoder = pk.Decoder()
+        self.header_every_s = header_every_s
+        self.heartbeat_s = heartbeat_s
+        self.part_bytes = part_bytes
+        self.record = record
+        self.sent = {}
+        self._queue = []            # header parts still to send (indices)
+        self._last_header = None
+        self._last_hb = None
+        self.n = {"frames_sent": 0, "frames_skipped": 0, "header_repeats": 0,
+                  "header_parts_sent": 0, "header_requests": 0, "heartbeats": 0,
+                  "receiver_heartbeats": 0}
+        self.receiver = None        # fields of the receiver's last HEARTBEAT
+        self.set_header(header, bits)
+
+    def set_header(self, header, bits=None):
+        """A new header (staff header dict, JSON or link header blob): sent before the next frame."""
+        self.blob = pk.link_blob(header)
+        h = linkheader.decode(self.blob)
+        self.header_id = h["id"]
+        self.nrows = len(h["rows"])
+        self.bits = bits or h["bits"]
+        room = max(1, min(self.part_bytes, pk.MAX_PAYLOAD - pk.BY_NAME["HEADER"].size))
+        self._tails = [self.blob[i:i + room] for i in range(0, len(self.blob), room)]
+        self._hello = True
+        self._due_header()
+
+    def _due_header(self):
+        if self._queue:
+            return
+        self._queue = list(range(len(self._tails)))
+        self._last_header = self.clock()
+        self.n["header_repeats"] += 1
+
+    def _send_header_parts(self):
+        s = self.sender
+        if self._hello:
+            if not s.send(self.enc.hello(), "hello"):
+                return False
+            self._hello = False
+        parts = len(self._tails)
+        while self._queue:
+            i = self._queue[0]
+            tail = self._tails[i]
+            if s.room() < pk.HEAD_SIZE + 10 + len(tail) + pk.CRC_SIZE + 4:
+                return False
+            s.send(self.enc.packet("HEADER", (self.enc.schema, self.header_id, i, parts), tail), "header")
+            self._queue.pop(0)
+            self.n["header_parts_sent"] += 1
+        return True
+
+    def _read_replies(self):
+        read = getattr(self.port, "read", None)
+        if read is None:
+            return
+        for _ in range(8):
+            try:
+                waiting = getattr(self.port, "in_waiting", 256)
+                data = read(min(max(waiting, 0), 4096)) if waiting else b""
+            except Exception:
+                return
+            if not data:
+                return
+            for p in self.decoder.feed(data):
+                if p.name == "REQUEST" and p.fields["what"] == pk.REQ_HEADER:
+                    self.n["header_requests"] += 1
+                    self._due_header()
+                elif p.name == "HEARTBEAT":
+                    self.n["receiver_heartbeats"] += 1
+                    self.receiver = p.fields
+                    if p.fields["header_id"] != self.header_id:
+                        self.n["header_requests"] += 1
+                        self._due_header()
+
+    def poll(self):
+        """Read what the receiver said; send due header parts and the heartbeat. Never blocks."""
+        self._read_replies()
+        now = self.clock()
+        if self.header_every_s and now - self._last_header >= self.header_every_s:
+            self._due_header()
+        self._send_header_parts()
+        if self.heartbeat_s and (self._last_hb is None or now - self._last_hb >= self.heartbeat_s):
+            hb = self.enc.heartbeat(int(now * 1000), self.n["frames_sent"], self.n["frames_skipped"],
+                                    pk.STATE_STREAMING, self.header_id)
+            if self.sender.send(hb, "heartbeat"):
+                self._last_hb = now
+                self.n["heartbeats"] += 1
+
+    def frame(self, codes, t_s=None):
+        """Send one frame (codes in header row order, None = missing), stamped t_s (default now)."""
+        self.poll()
+        t_us = int(round((self.clock() if t_s is None else t_s) * 1e6)) % pk.TIME_WRAP_US
+        seq = self.enc.seq
+        pkt = self.enc.frame(codes, self.bits, time_us=t_us)
+        if self.sender.send(pkt, "frame"):
+            self.n["frames_sent"] += 1
+            if self.record:
+                self.sent[(seq, t_us)] = list(codes)
+            return True
+        self.n["frames_skipped"] += 1
+        return False
+
+    def counts(self):
+        out = dict(self.n)
+        out.update(self.sender.counts)
+        return out
