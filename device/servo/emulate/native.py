@@ -5,6 +5,7 @@ the Pico does: row mapping, limits, velocity limits in wall time, failsafe, torq
     emu = NativeEmulator(); reply = emu.feed(wire_bytes); emu.positions[0] -> microseconds
     emu.receiver.counters()          # the firmware's own counters
     emu.pulses_ns()                  # every PWM's duty (0 = released)
+    emu.frame_log                    # with log_frames=True: (seq, time_us, codes) of frames used
 
 Without a receiver config it makes one servo per row (pin i drives row i, 48 pins: an RP2350B has 48 GPIOs), with a
 calibration that makes the pulse the row's value in microseconds (Native sends rows in us)
@@ -46,7 +47,7 @@ class NativeEmulator(Emulator):
     NAME = "native"
     UNITS = "us"
 
-    def __init__(self, clock=None, config=None, rxbuf=1024):
+    def __init__(self, clock=None, config=None, rxbuf=1024, log_frames=False):
         Emulator.__init__(self, clock, deg_per_unit=0.1, centre=1500)
         self.board = Board(rxbuf)
         self.config = config_check(config or default_config())
@@ -54,6 +55,8 @@ class NativeEmulator(Emulator):
         self.receiver.on_frame = self._on_frame
         self.frames = 0
         self.state = None
+        self.log_frames = log_frames
+        self.frame_log = []         # (seq, time_us, codes) of every frame used, with log_frames
 
     @property
     def decoder(self):
@@ -72,6 +75,10 @@ class NativeEmulator(Emulator):
         bank = r.bank
         rows = r.rows or []
         self.frames += 1
+        if self.log_frames:
+            rd = r.reader
+            self.frame_log.append((rd.seq, rd.time_us, [None if rd.missing[i] else rd.codes[i]
+                                                        for i in range(rd.nrows)]))
         for i in range(bank.n):
             ri = bank.row[i]
             if ri < 0 or ri >= len(rows):
