@@ -24,6 +24,7 @@ class Native(Driver):
     NAME = "native"
     UNITS = "us"
     BAUD = 115200
+    TORQUE_OFF_RETRY = True       # torque_off() says False when the line had no room yet
 
     def __init__(self, port, bits=16, fps=50.0, baud=None, clock=None, buffer_bytes=4096):
         Driver.__init__(self, port)
@@ -99,8 +100,8 @@ class Native(Driver):
                                                  state, self.link.header_id), "heartbeat")
 
     def torque_off(self, ids):
-        """Every value missing: the receiver stops its pulses (PWM duty 0). Retried by the
-        sender if the line is full (it is never skipped: it waits for the next room)."""
+        """Every value missing: the receiver stops its pulses (PWM duty 0). False when the
+        line had no room for it now (the Player retries on every poll until it went)."""
         if self.link is None:
             return False
         codes = [None] * max(1, len(self.rows))
