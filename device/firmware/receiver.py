@@ -33,7 +33,7 @@ class Receiver:
     """counters: frames, dropped, gaps, limited, failsafes, no_map, wrong_rows, headers,
     bad_headers, released, requests, replies, errors (exceptions caught: the loop never ends)."""
 
-    def __init__(self, cfg, machine, uart=None, nrows_max=64, request_ms=250):
+    def __init__(self, cfg, machine, uart=None, nrows_max=64, request_ms=100):
         self.cfg = cfg
         if uart is None:
             u = cfg["uart"]

@@ -21,7 +21,7 @@ from device.servo.paced import PacedSender
 
 class LinkStreamer:
     def __init__(self, port, header, bits=None, baud=115200, buffer_bytes=4096, clock=None,
-                 header_every_s=1.0, heartbeat_s=1.0, part_bytes=256, max_delay_s=0.1,
+                 header_every_s=1.0, heartbeat_s=1.0, part_bytes=64, max_delay_s=0.1,
                  record=False):
         self.port = port
         self.clock = clock or time.monotonic
@@ -34,6 +34,7 @@ class LinkStreamer:
         self.record = record
         self.sent = {}
         self._queue = []            # header parts still to send (indices)
+        self._urgent = True
         self._last_header = None
         self._last_hb = None
         self.n = {"frames_sent": 0, "frames_skipped": 0, "header_repeats": 0,
@@ -51,10 +52,18 @@ class LinkStreamer:
         self.bits = bits or h["bits"]
         room = max(1, min(self.part_bytes, pk.MAX_PAYLOAD - pk.BY_NAME["HEADER"].size))
         self._tails = [self.blob[i:i + room] for i in range(0, len(self.blob), room)]
+        # the budget holds the whole header and two frames behind it (never above the buffer)
+        frame_max = 24 + self.nrows * (self.bits // 8) + self.nrows // 8
+        need = len(self.blob) + 30 * (len(self._tails) + 1) + 2 * frame_max
+        s = self.sender
+        s.budget = min(s.buffer_bytes, max(s.budget, need))
         self._hello = True
-        self._due_header()
+        self._urgent = True
+        self._frame_len = 0
+        self._due_header(True)
 
-    def _due_header(self):
+    def _due_header(self, urgent=False):
+        self._urgent = self._urgent or urgent
         if self._queue:
             return
         self._queue = list(range(len(self._tails)))
@@ -68,14 +77,18 @@ class LinkStreamer:
                 return False
             self._hello = False
         parts = len(self._tails)
+        # a scheduled repeat leaves room for the next two frames (it never pushes a frame out);
+        # the first header and one the receiver asked for go first
+        reserve = 0 if self._urgent else 2 * self._frame_len
         while self._queue:
             i = self._queue[0]
             tail = self._tails[i]
-            if s.room() < pk.HEAD_SIZE + 10 + len(tail) + pk.CRC_SIZE + 4:
+            if s.room() < pk.HEAD_SIZE + 10 + len(tail) + pk.CRC_SIZE + 4 + reserve:
                 return False
             s.send(self.enc.packet("HEADER", (self.enc.schema, self.header_id, i, parts), tail), "header")
             self._queue.pop(0)
             self.n["header_parts_sent"] += 1
+        self._urgent = False
         return True
 
     def _read_replies(self):
@@ -93,13 +106,13 @@ class LinkStreamer:
             for p in self.decoder.feed(data):
                 if p.name == "REQUEST" and p.fields["what"] == pk.REQ_HEADER:
                     self.n["header_requests"] += 1
-                    self._due_header()
+                    self._due_header(True)
                 elif p.name == "HEARTBEAT":
                     self.n["receiver_heartbeats"] += 1
                     self.receiver = p.fields
                     if p.fields["header_id"] != self.header_id:
                         self.n["header_requests"] += 1
-                        self._due_header()
+                        self._due_header(True)
 
     def poll(self):
         """Read what the receiver said; send due header parts and the heartbeat. Never blocks."""
@@ -121,6 +134,7 @@ class LinkStreamer:
         t_us = int(round((self.clock() if t_s is None else t_s) * 1e6)) % pk.TIME_WRAP_US
         seq = self.enc.seq
         pkt = self.enc.frame(codes, self.bits, time_us=t_us)
+        self._frame_len = len(pkt)
         if self.sender.send(pkt, "frame"):
             self.n["frames_sent"] += 1
             if self.record:
