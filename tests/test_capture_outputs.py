@@ -41,3 +41,22 @@ def test_full_loop_port_drops_instead_of_blocking():
     c = outs[0].counts()
     assert outs[0].frames + outs[0].dropped == 40 and c["frames_sent"] == outs[0].frames
     outs[0].close()
+
+
+def test_capture_link_flag_streams_the_product_link(capsys):
+    import json
+    from host.cli import main
+    from device.servo.emulate.serialtwin import SerialTwin
+    twin = SerialTwin()
+    assert main(["capture", "--duration", "1", "--body", "humanoid18", "--link", twin.path,
+                 "--baud", "115200", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    link = summary["link"]
+    assert link["frames_sent"] + link["frames_skipped"] == 30 and link["header_repeats"] >= 1
+    got = pk.Decoder().feed(bytes(twin._read_master()))
+    asm = pk.HeaderAssembler()
+    heads = [h for h in (asm.add(p) for p in got if p.name == "HEADER") if h is not None]
+    assert heads and len(heads[0]["rows"]) == 18
+    assert sum(1 for p in got if p.is_frame()) == link["frames_sent"]
+    twin.close()
+    assert main(["capture", "--duration", "1", "--link", twin.path + "-gone"]) == 2
