@@ -10,7 +10,8 @@ Wire: protocol/packets.py. HELLO and the link header (protocol/linkheader.py, cu
 part_bytes so frames interleave) go first, then again every header_every_s, and at once when
 the receiver asks (a REQUEST, or a HEARTBEAT naming another header id than ours, e.g. 0 after
 a reset). Frames are stamped with their capture time t_s (24-bit microseconds). record=True
-keeps (seq, time_us) -> codes of every frame sent (the truth a test checks a receiver against).
+keeps (seq, time_us) -> codes of every frame sent (the truth a test checks a receiver against)
+and -> (first, end) byte offsets in the written stream (to tell which frames line faults hit).
 """
 
 import time
@@ -33,6 +34,7 @@ class LinkStreamer:
         self.part_bytes = part_bytes
         self.record = record
         self.sent = {}
+        self.offsets = {}
         self._queue = []            # header parts still to send (indices)
         self._urgent = True
         self._last_header = None
@@ -135,10 +137,13 @@ class LinkStreamer:
         seq = self.enc.seq
         pkt = self.enc.frame(codes, self.bits, time_us=t_us)
         self._frame_len = len(pkt)
+        before = self.sender.counts["bytes"]
         if self.sender.send(pkt, "frame"):
             self.n["frames_sent"] += 1
             if self.record:
                 self.sent[(seq, t_us)] = list(codes)
+                # its bytes' place in the stream written (the 0x00 before it included)
+                self.offsets[(seq, t_us)] = (before - 1, before + len(pkt))
             return True
         self.n["frames_skipped"] += 1
         return False

@@ -160,6 +160,12 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
             if progress is not None:
                 progress.update()
         done = est_fallback is None
+        if done:                            # the frames still on the line arrive (at most 1 s)
+            for _ in range(int(unit.rate_hz * LINE_STEPS)):
+                if twin.idle():
+                    break
+                sim[0] += 1.0 / unit.rate_hz / LINE_STEPS
+                twin.send_back(end.step(twin.pump()))
     finally:
         loop.close()
         end.close()

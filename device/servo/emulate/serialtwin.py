@@ -28,8 +28,10 @@ BITS_PER_BYTE = 10
 
 
 class LineFaults:
-    def __init__(self, rate=0.0, seed=0, unplug=(), start_s=0.0):
+    def __init__(self, rate=0.0, seed=0, unplug=(), start_s=0.0, keep_hits=False):
         self.rate = float(rate)
+        self.keep_hits = keep_hits
+        self.hits = []              # with keep_hits: offsets (in the line's byte stream) harmed
         self.start_s = float(start_s)
         self.rng = random.Random(seed)
         self.unplug = [tuple(w) for w in unplug]
@@ -41,18 +43,22 @@ class LineFaults:
                 return True
         return False
 
-    def damage(self, data, t_s):
+    def damage(self, data, t_s, offset=0):
+        """The bytes as the far end gets them; offset: the first byte's place in the stream."""
         if self.gone(t_s):
             self.counts["unplugged_bytes"] += len(data)
+            if self.keep_hits:
+                self.hits.extend(range(offset, offset + len(data)))
             return b""
         if self.rate <= 0 or t_s < self.start_s:
             return data
         rng, rate, out = self.rng, self.rate, bytearray()
-        for b in data:
+        for i, b in enumerate(data):
             r = rng.random()
             if r >= rate:
                 out.append(b)
-            elif r < rate / 3:
+                continue
+            if r < rate / 3:
                 out.append(b ^ (1 << rng.randrange(8)))
                 self.counts["bit_flips"] += 1
             elif r < 2 * rate / 3:
@@ -62,6 +68,11 @@ class LineFaults:
                 out.append(b)
                 out += bytes(rng.randrange(256) for _ in range(n))
                 self.counts["garbage_bytes"] += n
+                if self.keep_hits:
+                    self.hits.append(offset + i + 1)     # garbage lands before the next byte
+                continue
+            if self.keep_hits:
+                self.hits.append(offset + i)
         return bytes(out)
 
 
@@ -79,6 +90,7 @@ class SerialTwin:
         self._back = bytearray()        # the far end's bytes still to cross the line
         self._t = None
         self._credit = 0.0              # line time not yet used, in bytes
+        self._out_off = 0               # bytes that have left the buffer onto the line
         self._back_credit = 0.0
         self.counts = {"written": 0, "delivered": 0, "overrun_bytes": 0, "max_fill": 0,
                        "back_bytes": 0}
@@ -122,6 +134,8 @@ class SerialTwin:
             self._credit = 0.0      # an idle line stores no time
         out = bytes(self._fifo[:n])
         del self._fifo[:n]
+        off = self._out_off
+        self._out_off += n
         # then what the product wrote (taken as written now), into a buffer of the real size
         new = self._read_master()
         self.counts["written"] += len(new)
@@ -147,7 +161,7 @@ class SerialTwin:
                     self.counts["back_bytes"] += len(back)
                 except OSError:
                     pass
-        out = self.faults.damage(out, now)
+        out = self.faults.damage(out, now, off)
         self.counts["delivered"] += len(out)
         return out
 
