@@ -84,13 +84,18 @@ def test_never_beyond_limits_never_faster_than_the_velocity_limit_in_send_time(n
     _check(robot, drv)
 
 
-def test_a_burst_of_frames_at_one_instant_does_not_move():
-    robot = load_robot("khr17-maestro")
+def _started(name="khr17-maestro"):
+    robot = load_robot(name)
     clk = _Clock()
     drv = _Rec(clk)
     names = [s.map["human"].lstrip("-") for s in robot.servos]
     p = Player(robot, drv, row_names=names, clock=clk)
     p.start()
+    return robot, clk, drv, names, p
+
+
+def test_a_burst_of_frames_at_one_instant_does_not_move():
+    robot, clk, drv, names, p = _started()
     for k in range(30):            # 30 frames whose media times are a second apart, sent at once
         p.send_frame([90.0] * len(names), t_s=float(k))
     assert all(c == drv.sent[0][1] for _, c in drv.sent)
@@ -98,12 +103,7 @@ def test_a_burst_of_frames_at_one_instant_does_not_move():
 
 
 def test_home_takes_its_wall_time():
-    robot = load_robot("khr17-maestro")
-    clk = _Clock()
-    drv = _Rec(clk)
-    names = [s.map["human"].lstrip("-") for s in robot.servos]
-    p = Player(robot, drv, row_names=names, clock=clk)
-    p.start()
+    robot, clk, drv, names, p = _started()
     for k in range(200):
         clk.t += 0.02
         p.send_frame([40.0] * len(names))

@@ -14,10 +14,8 @@ keeps (seq, time_us) -> codes of every frame sent (the truth a test checks a rec
 and -> (first, end) byte offsets in the written stream (to tell which frames line faults hit).
 """
 
-import time
-
 from protocol import linkheader, packets as pk
-from device.servo.paced import PacedSender
+from device.servo.paced import PacedSender, default_clock
 
 
 class LinkStreamer:
@@ -25,7 +23,7 @@ class LinkStreamer:
                  header_every_s=1.0, heartbeat_s=1.0, part_bytes=64, max_delay_s=0.1,
                  record=False):
         self.port = port
-        self.clock = clock or time.monotonic
+        self.clock = clock or default_clock()
         self.sender = PacedSender(port, baud, buffer_bytes, max_delay_s, self.clock)
         self.enc = pk.Encoder(clock_us=lambda: int(self.clock() * 1e6))
         self.decoder = pk.Decoder()

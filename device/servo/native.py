@@ -13,11 +13,10 @@ are the servos in start() order, range = each servo's min..max in us, so the rec
 PWM directly. A frame with every value missing makes the receiver stop the pulses (torque off).
 """
 
-import time
-
 from protocol import linkheader, packets as pk, staffcodec as sc
 from device.servo.base import Driver
 from device.servo.linkstream import LinkStreamer
+from device.servo.paced import default_clock
 
 
 class Native(Driver):
@@ -31,7 +30,7 @@ class Native(Driver):
         self.bits = bits
         self.fps = fps
         self.baud = baud or getattr(port, "baudrate", None) or self.BAUD
-        self.clock = clock or time.monotonic
+        self.clock = clock or default_clock()
         self.buffer_bytes = buffer_bytes
         self.enc = pk.Encoder()
         self.link = None

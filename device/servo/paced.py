@@ -20,6 +20,13 @@ import time
 BITS_PER_BYTE = 10          # 8N1: start + 8 data + stop
 
 
+def default_clock():
+    """Seconds of a monotonic clock: time.monotonic, or MicroPython's ticks_ms."""
+    if hasattr(time, "monotonic"):
+        return time.monotonic
+    return lambda: time.ticks_ms() / 1000.0
+
+
 class PacedSender:
     def __init__(self, port, baud=115200, buffer_bytes=4096, max_delay_s=0.1, clock=None,
                  bits_per_byte=BITS_PER_BYTE, min_budget=1100):
@@ -29,7 +36,7 @@ class PacedSender:
         self.buffer_bytes = buffer_bytes
         # never below one whole header part (+ a frame), never above the driver's buffer
         self.budget = min(buffer_bytes, max(min_budget, int(max_delay_s * self.bytes_per_s)))
-        self.clock = clock or time.monotonic
+        self.clock = clock or default_clock()
         self.fill = 0.0                 # modelled bytes still in the driver's buffer
         self._t = None
         self._pending = None            # rest of a packet the driver took only part of

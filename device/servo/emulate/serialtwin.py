@@ -24,6 +24,8 @@ import os
 import random
 import tty
 
+from device.servo.emulate.pty import close_fds
+
 BITS_PER_BYTE = 10
 
 
@@ -175,12 +177,7 @@ class SerialTwin:
         return not self._fifo and not self._back
 
     def close(self):
-        for fd in (self.master, self.slave):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds(self.master, self.slave)
         self.master = self.slave = None
 
     def __enter__(self):
