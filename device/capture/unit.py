@@ -139,9 +139,14 @@ class Unit:
         else:
             self.skeleton = Skeleton.load(body)
         sk = self.skeleton
-        specs = cfg.get("sensors") or place_sensors(sk, cfg.get("chip", "bno055"))
+        specs = cfg.get("sensors") or place_sensors(sk, cfg.get("chip", "bno055"), buses=list(cfg["buses"]))
         self.specs = specs
         _check_mag_and_sim(cfg, specs)
+        self.bus_budget = []
+        if replay is None:
+            # every bus's reads fit the frame period (measured on twins of the buses), or one line
+            from device.capture.busbudget import check_bus_budget
+            self.bus_budget = check_bus_budget(cfg, specs)
         check_estimator_options(cfg, sk, self.dt_s)
         self.subject = None
         if sub is not None and replay is None:
@@ -190,6 +195,7 @@ class Unit:
         self.camera = None
         self.markers2d = {}
         self.sim_s = 0.0          # time the last read() spent simulating (subject, chips' truth, camera)
+        self.bus_s = {}           # bus name -> simulated bus time of the last read() (sim buses)
         cam = cfg.get("camera")
         if cam:
             self._open_camera(cam)
@@ -261,11 +267,17 @@ class Unit:
         self.sim_s = time.perf_counter() - t0
         out = {}
         cal = self.sensor_cal
+        before = {n: (getattr(b, "busy_s", 0.0), getattr(b, "sim_s", 0.0)) for n, b in self.buses.items()}
         for slot in self.slots:
             out[slot.name] = normalise(self._chip[slot.name], slot.sample())
             if slot.name in cal:
                 from device.capture.calibration import apply_reading
                 out[slot.name] = apply_reading(cal[slot.name], out[slot.name])
+        for n, b in self.buses.items():
+            # the bus clock's advance (buses run in parallel: the frame waits for the slowest);
+            # the simulated chips' CPU time is the simulator's
+            self.bus_s[n] = getattr(b, "busy_s", 0.0) - before[n][0]
+            self.sim_s += getattr(b, "sim_s", 0.0) - before[n][1]
         if self.camera is not None:
             from device.sensors.markers import find_markers
             t0 = time.perf_counter()

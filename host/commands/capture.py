@@ -5,6 +5,11 @@
     motionstaff capture --clip walk.bvh --raw-log raw.jsonl --status
     motionstaff capture --replay raw.jsonl --record again.msr     # re-estimate a raw log
     motionstaff capture --config unit.json --realtime             # a Pi with real sensors
+    motionstaff capture --config unit.json --realtime --record-dir ~/recordings --sync-s 0.5
+
+Before anything runs: the output paths (a recording is never replaced), the recording's header
+(the checks convert and info apply), and the I2C budget (each bus's reads fit the frame period,
+device/capture/busbudget.py) are checked; any problem is one line and exit 2.
 
 Also home of read_msr(path) -> Staff, the `.msr` reader registered in host/formats.py.
 SIGUSR1 prints the timing statistics while capturing (real-time mode).
@@ -23,7 +28,12 @@ HELP = "capture motion from the unit's sensors (default: the simulated subject) 
 def add_arguments(p):
     p.add_argument("--config", help="unit configuration JSON (default: the simulated unit)")
     p.add_argument("--duration", type=float, help="seconds to capture (default: the clip's length)")
-    p.add_argument("--record", help="write the estimate: .msr recording container (or .png staff)")
+    p.add_argument("--record", help="write the estimate: .msr recording container (or .png staff); "
+                   "a new file (an existing one is never replaced)")
+    p.add_argument("--record-dir", help="write the recording into this folder under a new name "
+                   "(rec-<counter>-<boot id>.msr: no clock needed, never reused)")
+    p.add_argument("--sync-s", type=float, help="sync the recording to the medium every S seconds of "
+                   "frames: what a power cut can lose (default: the config's sync_s, 1 s)")
     p.add_argument("--raw-log", help="write every raw sensor reading (JSON Lines) for replay")
     p.add_argument("--replay", help="read sensors from a raw log / x-io .csv / BROAD .mat instead")
     p.add_argument("--clip", help="the motion the simulated subject performs (any BVH)")
@@ -95,6 +105,17 @@ def run(args):
     from device.capture.rawlog import RawLogWriter, open_replay, single_imu_config
     from device.capture.unit import build_unit
     import time
+    from host.outpaths import check_folder, check_output
+    record_png = bool(args.record and args.record.lower().endswith(".png"))
+    check_output(args.record, "--record", overwrite=record_png)
+    check_output(args.truth, "--truth")
+    check_output(args.raw_log, "--raw-log")
+    if args.record_dir:
+        if args.record:
+            raise ValueError("capture: give --record or --record-dir, not both")
+        check_folder(args.record_dir, "--record-dir")
+    if args.sync_s is not None and not 0 < args.sync_s <= 3600:
+        raise ValueError("capture: --sync-s must be in (0, 3600] seconds, not %g" % args.sync_s)
     cfg = _config(args)
     replay = None
     source = args.replay or cfg.get("replay")          # a config may name a replay: source too
@@ -113,9 +134,14 @@ def run(args):
     png_out = None
     if record and record.lower().endswith(".png"):
         png_out, record = record, None
+    from device.capture.loop import check_recording_header, make_header
+    check_recording_header(make_header(unit.skeleton, unit.rate_hz, cfg.get("bits", 8)))
     raw = RawLogWriter(args.raw_log, unit) if args.raw_log else None
     loop = CaptureLoop(unit, record=record, realtime=args.realtime, raw_log=raw,
-                       truth=bool(args.truth), captured=captured)
+                       truth=bool(args.truth), captured=captured, sync_s=args.sync_s,
+                       record_dir=args.record_dir)
+    if args.record_dir:
+        print("recording to %s" % loop.record_path, file=sys.stderr)
     loop.add_configured_outputs()
     values = []
     if png_out:
