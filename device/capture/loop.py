@@ -159,11 +159,17 @@ class CaptureLoop:
         p5 = time.perf_counter()
         cpu = time.thread_time() - c0
         sim = getattr(self.unit, "sim_s", 0.0) if self.unit.replay is None else 0.0
+        sim_cpu = getattr(self.unit, "sim_cpu_s", 0.0) if self.unit.replay is None else 0.0
         read = (p1 - wait_s) - p0 - sim
         work = read + (p5 - p1)
+        latency = work + max(bus_s, wait_s)
+        # an overrun: the frame ends after the next deadline (real time: by the clock; virtual
+        # time: its start plus the work measured and the bus time)
+        end = self.clock.now() if self.clock.realtime else start + latency
         self.stats.frame(start, due, {"read": read, "estimate": p2 - p1, "encode": p3 - p2,
                                       "record": p4 - p3, "output": p5 - p4},
-                         work + max(bus_s, wait_s), bus_s=bus_s, cpu_s=max(0.0, cpu - sim))
+                         latency, bus_s=bus_s, cpu_s=max(0.0, cpu - sim_cpu),
+                         overrun=end > due + self.period_s)
         self.stats.simulate_s.append(sim)
         if self.truth is not None and self.unit.subject is not None:
             self.truth.append(self.unit.subject.q_true(t_s))

@@ -33,8 +33,9 @@ class TimingStats:
         self.skipped = 0
         self.overruns = 0
 
-    def frame(self, start_s, deadline_s, stage_s, latency_s, bus_s=0.0, cpu_s=None):
-        """latency_s: the frame's work from its start to its outputs (bus time included)."""
+    def frame(self, start_s, deadline_s, stage_s, latency_s, bus_s=0.0, cpu_s=None, overrun=None):
+        """latency_s: the frame's work from its start to its outputs (bus time included);
+        overrun: the frame ended after the next deadline (None: busy + bus_s > the period)."""
         self.frames += 1
         self.bus_s.append(bus_s)
         if cpu_s is not None:
@@ -48,7 +49,9 @@ class TimingStats:
             busy += v
         self.busy_s.append(busy)
         self.latency_s.append(latency_s)
-        if max(busy + bus_s, latency_s) > self.period_s:
+        if overrun is None:
+            overrun = max(busy + bus_s, latency_s) > self.period_s
+        if overrun:
             self.overruns += 1
 
     def missed(self, n=1):

@@ -195,6 +195,7 @@ class Unit:
         self.camera = None
         self.markers2d = {}
         self.sim_s = 0.0          # time the last read() spent simulating (subject, chips' truth, camera)
+        self.sim_cpu_s = 0.0      # ... in thread CPU time
         self.bus_s = {}           # bus name -> simulated bus time of the last read() (sim buses)
         cam = cfg.get("camera")
         if cam:
@@ -261,13 +262,15 @@ class Unit:
         """Every sensor's normalised reading at t_s (None when stale); markers in self.markers2d."""
         if self.replay is not None:
             return self.replay.read(t_s)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         if self.subject is not None:
             self.subject.advance(t_s)
         self.sim_s = time.perf_counter() - t0
+        self.sim_cpu_s = time.thread_time() - c0
         out = {}
         cal = self.sensor_cal
-        before = {n: (getattr(b, "busy_s", 0.0), getattr(b, "sim_s", 0.0)) for n, b in self.buses.items()}
+        before = {n: (getattr(b, "busy_s", 0.0), getattr(b, "sim_s", 0.0), getattr(b, "sim_cpu_s", 0.0))
+                  for n, b in self.buses.items()}
         for slot in self.slots:
             out[slot.name] = normalise(self._chip[slot.name], slot.sample())
             if slot.name in cal:
@@ -278,12 +281,14 @@ class Unit:
             # the simulated chips' CPU time is the simulator's
             self.bus_s[n] = getattr(b, "busy_s", 0.0) - before[n][0]
             self.sim_s += getattr(b, "sim_s", 0.0) - before[n][1]
+            self.sim_cpu_s += getattr(b, "sim_cpu_s", 0.0) - before[n][2]
         if self.camera is not None:
             from device.sensors.markers import find_markers
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             image, _t = self.camera.capture()
             if self.subject is not None:
                 self.sim_s += time.perf_counter() - t0     # rendering is the simulator's work
+                self.sim_cpu_s += time.thread_time() - c0
             self.markers2d = find_markers(image, self.predicted_markers2d())
         return out
 
@@ -337,10 +342,13 @@ class Unit:
             ori = {}
             if orient and self.cfg.get("fused_orientation", True):
                 W = self.calibrated["world"]
-                for name, qt in orient.items():
-                    qt = np.asarray(qt, float)
-                    if np.linalg.norm(qt) > 0.5:
-                        ori[name] = W @ quat_to_mat(qt / np.linalg.norm(qt))
+                names = list(orient)
+                qs = np.array([orient[n] for n in names], float)
+                ok = np.einsum("ij,ij->i", qs, qs) > 0.25           # |q| > 0.5 (raw modes read 0)
+                if ok.any():
+                    # all sensors at once: W R(q / |q|) (quat_to_mat normalises)
+                    Rs = np.matmul(W, quat_to_mat(qs[ok]))
+                    ori = dict(zip([n for n, o in zip(names, ok) if o], Rs))
             if self.camera is not None and any(v is not None for v in self.markers2d.values()):
                 if not hasattr(self, "_est_camera"):
                     self._est_camera = self.camera.model.to_estimate_camera()

@@ -21,17 +21,19 @@ about one period at 100 and 400 kHz). Counted per transaction (transaction_bits)
     an address nobody acknowledges      S, addr, NACK, P                       = 11
 A chip that stretches the clock adds its hold time: a device's `stretch_per_read_byte_s` is
 charged once per byte it sends (the BNO055, device/sensors/bno055_sim.py). A failed transfer
-costs its full time too. `sim_s` is the CPU time the simulated chips spent (their registers
-from the truth): the simulator's work, not the unit's.
+costs its full time too. `sim_s` (wall) and `sim_cpu_s` (thread CPU) are the time the simulated
+chips spent (their registers from the truth): the simulator's work, not the unit's.
 """
 
 import time
 
 try:
     _now = time.perf_counter
+    _cpu = time.thread_time
 except AttributeError:          # MicroPython
     def _now():
         return time.ticks_us() * 1e-6
+    _cpu = _now
 
 EIO = 5
 ENODEV = 19
@@ -115,7 +117,8 @@ class SimI2C:
         self.busy_s = 0.0           # the bus clock: simulated time the bus was busy
         self.bits = 0               # SCL periods sent
         self.stretch_s = 0.0        # of busy_s, time chips held SCL low
-        self.sim_s = 0.0            # CPU time of the simulated chips (the simulator's work)
+        self.sim_s = 0.0            # time of the simulated chips (the simulator's work), wall
+        self.sim_cpu_s = 0.0        # ... and thread CPU time
         self.devices = {}
         self._fail = {}
         self.fault_hook = None      # callable(addr) -> True to fail this transfer
@@ -191,18 +194,20 @@ class SimI2C:
 
     def readfrom_mem_into(self, addr, reg, buf):
         dev = self._device(addr, "read_mem", len(buf))
-        t0 = _now()
+        t0, c0 = _now(), _cpu()
         data = dev.read(reg, len(buf))
         self.sim_s += _now() - t0
+        self.sim_cpu_s += _cpu() - c0
         buf[:] = data
         if self.log is not None:
             self.log.append(("r", addr, reg, bytes(data)))
 
     def writeto_mem(self, addr, reg, buf):
         dev = self._device(addr, "write_mem", len(buf))
-        t0 = _now()
+        t0, c0 = _now(), _cpu()
         dev.write(reg, buf)
         self.sim_s += _now() - t0
+        self.sim_cpu_s += _cpu() - c0
         if self.log is not None:
             self.log.append(("w", addr, reg, bytes(buf)))
 
