@@ -132,3 +132,21 @@ def test_capture_loop_frame_waits_for_the_slowest_bus():
     s = loop.stats.summary()
     assert s["bus_max_ms"] == pytest.approx(slowest * 1000, rel=1e-9)
     assert s["latency_p99_ms"] >= slowest * 1000
+
+
+def test_real_buses_are_read_in_parallel_threads(monkeypatch):
+    """Buses that are not twins are read one thread a bus (the pool); every sensor answers."""
+    import device.hal as hal
+    from device.capture.unit import build_unit
+    monkeypatch.setitem(hal.I2C_BACKENDS, "wire-i2c", "device.hal.i2c_sim:SimI2C")
+    cfg = default_config(body="humanoid18", chip="mpu6050", estimator="orient")
+    cfg["buses"] = {n: u.replace("sim-i2c", "wire-i2c") for n, u in cfg["buses"].items()}
+    unit = build_unit(cfg)
+    try:
+        assert unit._pool is not None and len(unit._bus_groups) == 5
+        unit.read(0.0)
+        r = unit.read(1 / 30.0)
+        assert set(r) == {s["name"] for s in unit.specs} and all(v is not None for v in r.values())
+        assert max(unit.bus_s.values()) > 0
+    finally:
+        unit.close()

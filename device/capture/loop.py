@@ -218,6 +218,7 @@ class CaptureLoop:
                 "calibrating": self.unit.calibrated is None, "health": self.unit.health,
                 "rate_hz": (1000.0 / st["period_mean_ms"]) if st.get("period_mean_ms") else self.rate_hz,
                 "busy_ms": st.get("busy_mean_ms", 0.0), "skipped": st["skipped"],
+                "overruns": st["overruns"], "bus_ms": st.get("bus_mean_ms", 0.0),
                 "output_errors": self.output_errors}
 
     def add_configured_outputs(self):

@@ -97,6 +97,7 @@ def _status_line(s):
             % (s["t_s"], s["frame"], s["sensors_alive"], s["sensors"], s["rate_hz"], s["health"],
                s["busy_ms"], "  CALIBRATING (stand still)" if s["calibrating"] else "",
                ("  skipped %d" % s["skipped"]) if s["skipped"] else "")) + (
+        ("  overruns %d" % s["overruns"]) if s.get("overruns") else "") + (
         ("  stale: %s" % " ".join(s["stale"][:6])) if s.get("stale") else "")
 
 
@@ -180,12 +181,16 @@ def run(args):
         print("motionstaff: warning: %d output error(s), the first: %s"
               % (loop.output_errors, describe(loop.first_output_error)), file=sys.stderr)
     summary["sensors"] = unit.sensor_status()
+    summary["buses"] = unit.bus_budget
     if args.json:
         print(json.dumps(summary, default=float))
     else:
+        from device.capture.busbudget import describe
         st = loop.status()
         print("captured %d frames at %.1f Hz (%d sensors alive of %d)"
               % (loop.frame_index, unit.rate_hz, st["sensors_alive"], st["sensors"]))
+        for b in unit.bus_budget:
+            print("  " + describe(b, 1.0 / unit.rate_hz))
         print(loop.stats.table())
     return 0
 
