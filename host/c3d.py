@@ -17,6 +17,7 @@ of a lower-limb set) stay at home. Needs ezc3d (pip).
 """
 
 import os
+import sys
 
 import numpy as np
 
@@ -123,8 +124,12 @@ def _up_rotation(labels, pos):
     return up_rotation(_G)
 
 
-def read_c3d(path, min_markers=4, max_frames=None, **_):
-    """A C3D marker capture as a staff of the built-in floating human (joint angles by IK)."""
+def read_c3d(path, min_markers=4, max_frames=None, report=True, **_):
+    """A C3D marker capture as a staff of the built-in floating human (joint angles by IK).
+
+    The IK shows its progress (host/progress.py: a bar on a terminal, plain lines in a log) and,
+    with report (default), prints a fit report to stderr (fit_report): markers matched of the
+    file's labels, frames solved, residual RMS and max per marker; meta["fit"] holds it."""
     from device.body.human import human_model
     from device.body.ik import ik_frames
     from device.body.kinematics import forward_kinematics
@@ -167,7 +172,13 @@ def read_c3d(path, min_markers=4, max_frames=None, **_):
     Q = np.full((P.shape[0], sk.ndof), np.nan)
     frames = np.flatnonzero(ok)
     if frames.size:
-        Q[frames] = ik_frames(sk, names, P[frames], q0=q0, damping=0.1)
+        from host.progress import progress
+        bar = progress(total=int(frames.size), desc="%s: IK" % os.path.basename(str(path)), unit="frame",
+                       quiet=not report)
+        try:
+            Q[frames] = ik_frames(sk, names, P[frames], q0=q0, damping=0.1, progress=bar.update)
+        finally:
+            bar.close()
     rows = [Row(d.name, d.unit, d.lo, d.hi, d.kind == "rotation") for d in sk.dofs]
     meta = {"source": os.path.basename(str(path)), "markers": len(names)}
     st = Staff(Q.T, rows, fps=fps, bits=16, skeleton=sk, meta=meta)
@@ -176,7 +187,31 @@ def read_c3d(path, min_markers=4, max_frames=None, **_):
         fidx = [sk.feature_names.index(n) for n in names]
         err = np.linalg.norm(fit[:, fidx] - P[frames], axis=2)
         st.meta["ik_rms_m"] = float(np.sqrt(np.nanmean(err ** 2)))
+        with np.errstate(invalid="ignore"):
+            st.meta["fit"] = {"labels": len(labels), "matched": names, "mode": mode,
+                              "frames": int(frames.size), "frames_total": int(P.shape[0]),
+                              "rms_mm": [float(np.sqrt(np.nanmean(e ** 2)) * 1000) if np.isfinite(e).any() else None
+                                         for e in err.T],
+                              "max_mm": [float(np.nanmax(e) * 1000) if np.isfinite(e).any() else None
+                                         for e in err.T]}
+        if report:
+            print(fit_report(st.meta["fit"], os.path.basename(str(path))), file=sys.stderr)
     return st
+
+
+def fit_report(fit, name="c3d"):
+    """The fit as text: a summary line, then one line per marker (worst first)."""
+    rms = [r for r in fit["rms_mm"] if r is not None]
+    lines = ["%s: %d of %d markers matched the human model (%s), %d of %d frames solved, residual "
+             "RMS %.1f mm" % (name, len(fit["matched"]), fit["labels"], fit["mode"], fit["frames"],
+                              fit["frames_total"], float(np.sqrt(np.mean(np.square(rms)))) if rms else float("nan"))]
+    order = sorted(range(len(fit["matched"])), key=lambda k: -(fit["rms_mm"][k] or 0.0))
+    lines.append("  %-12s %8s %8s" % ("marker", "rms mm", "max mm"))
+    for k in order:
+        r, m = fit["rms_mm"][k], fit["max_mm"][k]
+        lines.append("  %-12s %8s %8s" % (fit["matched"][k], "-" if r is None else "%.1f" % r,
+                                          "-" if m is None else "%.1f" % m))
+    return "\n".join(lines)
 
 
 def _table_distance(sk, table, a, b):

@@ -39,6 +39,22 @@ COMMANDS = {
 }
 
 
+def version():
+    """The installed package's version (pyproject.toml's when run from a checkout)."""
+    try:
+        from importlib.metadata import version as v
+        return v("motionstaff")
+    except Exception:
+        import re
+        here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")
+        try:
+            with open(here) as f:
+                m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+            return m.group(1) if m else "unknown"
+        except OSError:
+            return "unknown"
+
+
 def _module(name):
     return importlib.import_module(COMMANDS[name])
 
@@ -48,6 +64,7 @@ def build_parser(only=None):
         prog="motionstaff",
         description="Write a body's motion down like music (the motion staff) and play it on robots.",
     )
+    parser.add_argument("--version", action="version", version="motionstaff " + version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         if only is not None and name != only:
@@ -70,6 +87,7 @@ def main(argv=None):
             parser = argparse.ArgumentParser(prog="motionstaff",
                                              description="Write a body's motion down like music "
                                              "(the motion staff) and play it back on robots.")
+            parser.add_argument("--version", action="version", version="motionstaff " + version())
             sub = parser.add_subparsers(dest="command", metavar="COMMAND")
             for name in COMMANDS:
                 try:

@@ -16,8 +16,12 @@ Layout (every integer big-endian):
     payload       nframes x [ t_ms u32 | missing mask ceil(rows/8) bytes, bit i = row i missing
                               (LSB first) | codes rows x u8 (8-bit) or u16 (16-bit) ]
 
-The writer flushes after every block, so a power cut loses at most the block being written
-(one frame with frames_per_block=1). The reader keeps every block whose CRC holds, stops at a
+The writer flushes after every block (to the OS) and syncs (fsync: to the medium) on a policy:
+every sync_s seconds of frames (default 1 s: ceil(sync_s * fps) frames), after the file header
+and at close. A power cut loses what was not synced: at most loss_bound_frames frames
+(sync frames + frames_per_block - 1), checked through the power-cut twin
+(device/hal/storage_sim.py); a SIGKILL loses only the block being written (the OS keeps the
+page cache). The reader keeps every block whose CRC holds, stops at a
 torn tail, skips a corrupted block by searching for the next SYNC, and reports the bytes it
 dropped; a bad file header raises FormatError. Pure Python, MicroPython-safe.
 """
@@ -104,40 +108,74 @@ def decode_frame(buf, at, nrows, bits):
 
 
 class Writer:
-    """Append-only writer: write_frame() per column, a block flushed every frames_per_block.
+    """Append-only writer: write_frame() per column, a block flushed every frames_per_block,
+    synced every sync_s seconds of frames (fsync=True: every block; sync_s=0: never, only at
+    close).
 
-    dest is a path (created, truncated) or a binary file object. fsync=True also asks the OS
-    to put each block on the medium (os.fsync where it exists).
+    dest is a path (created, truncated) or a binary file object; a file object with sync() is
+    synced by it (device/capture/storage.py), else by os.fsync(fileno) where there is one.
+    write_header=False: dest already holds encode_header(header) (storage.create_recording).
     """
 
-    def __init__(self, dest, header, frames_per_block=1, fsync=False):
+    def __init__(self, dest, header, frames_per_block=1, fsync=False, sync_s=1.0, write_header=True):
         if frames_per_block < 1 or frames_per_block > MAX_FRAMES_PER_BLOCK:
             raise ValueError("frames_per_block must be in 1..%d" % MAX_FRAMES_PER_BLOCK)
+        if sync_s is None or sync_s < 0:
+            raise ValueError("sync_s must be >= 0 seconds")
         staffheader.check(header)
         self.header = header
         self.nrows = len(header["rows"])
         self.bits = header["bits"]
         self.frames_per_block = frames_per_block
+        if fsync:
+            self.sync_frames = 1
+        elif sync_s > 0:
+            # ceil(sync_s * fps), at least one frame
+            n = sync_s * float(header["fps"])
+            self.sync_frames = max(1, int(n) + (1 if n > int(n) + 1e-9 else 0))
+        else:
+            self.sync_frames = 0
         self.fsync = fsync
         self._own = isinstance(dest, str)
         self.f = open(dest, "wb") if self._own else dest
         self.frames = 0              # frames handed to write_frame
         self.frames_flushed = 0      # frames in blocks already written and flushed
+        self.frames_synced = 0       # frames in blocks on the medium (after a sync)
+        self.syncs = 0
         self.bytes_written = 0
         self._pending = bytearray()
         self._npending = 0
-        self._write(encode_header(header))
+        if write_header:
+            self._write(encode_header(header))
+            self.sync()
+        else:
+            self.bytes_written = len(encode_header(header))
+
+    @property
+    def loss_bound_frames(self):
+        """The most frames a power cut can lose (None: unbounded, sync_s=0)."""
+        if not self.sync_frames:
+            return None
+        return self.sync_frames + self.frames_per_block - 1
 
     def _write(self, data):
         self.f.write(data)
         self.f.flush()
-        if self.fsync:
+        self.bytes_written += len(data)
+
+    def sync(self):
+        """Put everything written on the medium (the file's sync(), else os.fsync)."""
+        sync = getattr(self.f, "sync", None)
+        if sync is not None:
+            sync()
+        else:
             try:
                 import os
                 os.fsync(self.f.fileno())
-            except (ImportError, AttributeError, OSError):
+            except (ImportError, AttributeError, OSError, ValueError):
                 pass
-        self.bytes_written += len(data)
+        self.frames_synced = self.frames_flushed
+        self.syncs += 1
 
     def write_frame(self, codes, t_ms=0):
         """Append one column of codes (len == rows; None = missing) with its time in ms."""
@@ -159,12 +197,15 @@ class Writer:
             self.frames_flushed = self.frames
             self._pending = bytearray()
             self._npending = 0
+            if self.sync_frames and self.frames_flushed - self.frames_synced >= self.sync_frames:
+                self.sync()
 
     def close(self):
         """Flush the last block and close the file if we opened it (idempotent)."""
         if self.f is None:
             return
         self.flush()
+        self.sync()
         if self._own:
             self.f.close()
         self.f = None

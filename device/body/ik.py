@@ -154,12 +154,15 @@ def solve_ik(skeleton, positions=None, orientations=None, pixels=None, camera=No
     return model.from_si(q), info
 
 
-def ik_frames(skeleton, names, targets_m, q0=None, **kw):
-    """Frame-by-frame IK on 3D targets (F, K, 3) (NaN = missing), warm-started: (F, ndof)."""
+def ik_frames(skeleton, names, targets_m, q0=None, progress=None, **kw):
+    """Frame-by-frame IK on 3D targets (F, K, 3) (NaN = missing), warm-started: (F, ndof).
+    progress: called with 1 after each frame (a progress bar's update)."""
     targets_m = np.asarray(targets_m, float)
     out = np.empty((len(targets_m), skeleton.ndof))
     q = q0
     for f, tf in enumerate(targets_m):
         q, _ = solve_ik(skeleton, positions=dict(zip(names, tf)), q0=q, **kw)
         out[f] = q
+        if progress is not None:
+            progress(1)
     return out

@@ -163,7 +163,10 @@ def parse_bvh(text, where="bvh", metres_per_unit=None):
             else:
                 v = raw[:, col] * s
                 lo, hi = float(v.min()) - 1.0, float(v.max()) + 1.0
-                dofs.append(Dof("%s.%s" % (name, c), k, "translation", axis, lo, hi, unit="m"))
+                # home inside the range (a skeleton whose home is outside fails its own check,
+                # and convert/info refuse its recordings): where the clip starts
+                dofs.append(Dof("%s.%s" % (name, c), k, "translation", axis, lo, hi,
+                                home=float(v[0]) if len(v) else 0.5 * (lo + hi), unit="m"))
                 scale_cols.append(col)
             col += 1
         if ch:

@@ -17,17 +17,23 @@
                                                                # performs the clip (capture/retarget.py)
      "calibration": {"still_s": 1.0},         # the still pose at the start of a capture
      "sensor_calibration": null | "cal.json",   # per-sensor corrections from `motionstaff calibrate`
-     "buses": {"main": "sim-i2c://0"},           # name -> URL (i2c://1 on a Pi)
+     "buses": {"i2c-1": "sim-i2c://1?hz=400000", ...},   # name -> URL (i2c://1?hz=400000 on a
+                                                 # Pi; hz: the clock config.txt set, default 100 kHz)
      "sensors": [{"name": "l_thigh_imu", "chip": "bno055" | "mpu6050" | "mpu9250",
                   "bus": "main", "addr": 40, "mux": {"addr": 112, "channel": 0} | null,
                   "link": "l_thigh", "position": [x, y, z], "mount_rpy_deg": [r, p, y],
                   "sim": {...} | absent}],      # simulated chip errors (device/capture/unit.py)
      "camera": null | {"url": "sim-cam://", "calibration": {...} | "camera.json"},
      "replay": null | "replay:raw.jsonl",       # sensors from a raw log / x-io CSV / BROAD .mat
+     "sync_s": 1.0,                             # the recording is synced to the medium every
+                                                 # sync_s of frames: the most a power cut loses
      "outputs": [{"kind": "packets", "url": "loop://"}, ...]}
 
 subject null means real hardware. The sensor list of default_config() places one IMU on every
-link that has rotation dofs (BNO055 at 0x28/0x29 behind TCA9548A multiplexers 0x70.., 16 per mux).
+link that has rotation dofs, spread in link order over the five I2C controllers of a Raspberry Pi
+4 (PI4_BUSES: i2c-1, i2c-3, i2c-4, i2c-5, i2c-6, docs/pi.md) at 400 kHz; two BNO055s (0x28/0x29)
+per bus or per TCA9548A channel (multiplexers 0x70.. when a bus has more than two). Every bus's
+reads must fit the frame period (device/capture/busbudget.py checks it before capturing).
 """
 
 import json
@@ -38,6 +44,9 @@ from protocol.errors import FormatError
 FORMAT = "motionstaff-unit"
 CHIPS = ("bno055", "mpu6050", "mpu9250")
 _ADDR = {"bno055": (0x28, 0x29), "mpu6050": (0x68, 0x69), "mpu9250": (0x68, 0x69)}
+# the Raspberry Pi 4's I2C controllers with their default pins (dtoverlay=i2c3 ..., docs/pi.md)
+PI4_BUSES = ("i2c-1", "i2c-3", "i2c-4", "i2c-5", "i2c-6")
+DEFAULT_BUS_HZ = 400000          # fast mode: BNO055 (datasheet 4.6), MPU-6050/9250, TCA9548A
 BUILTIN_CLIP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
                             "cmu_131_01_30fps.bvh")
 
@@ -49,7 +58,7 @@ def default_config(body="clip", chip="bno055", rate_hz=30.0, clip="builtin", see
            "subject": {"clip": clip, "seed": seed, "calib_s": 1.0, "blend_s": 0.5, "noise": {},
                        "outages": []},
            "calibration": {"still_s": 1.0},
-           "buses": {"main": "sim-i2c://0"},
+           "buses": sim_buses(),
            "sensors": None,          # filled from the skeleton by place_sensors()
            "chip": chip,
            "camera": {"url": "sim-cam://", "calibration": None} if camera else None,
@@ -57,31 +66,46 @@ def default_config(body="clip", chip="bno055", rate_hz=30.0, clip="builtin", see
     return check(cfg)
 
 
-def place_sensors(skeleton, chip="bno055", bus="main"):
-    """One IMU per link with rotation dofs (and the root), spread over multiplexers."""
-    out = []
+def sim_buses(names=PI4_BUSES, hz=DEFAULT_BUS_HZ):
+    """{name: "sim-i2c://N?hz=..."}: the twins of a Pi's buses ("i2c-3" -> sim-i2c://3)."""
+    return {n: "sim-i2c://%s?hz=%d" % (n.split("-")[-1], hz) for n in names}
+
+
+def place_sensors(skeleton, chip="bno055", bus=None, buses=None):
+    """One IMU per link with rotation dofs (and the root), in link order spread over `buses`
+    (contiguous, as even as they go; `bus`: all on that one), each bus's beyond two behind
+    TCA9548A multiplexers (two per channel, one for MPU-9250s, whose AK8963 answers at 0x0C)."""
+    names = [bus] if bus is not None else list(buses or PI4_BUSES)
     addrs = _ADDR[chip]
-    # MPU-9250s expose their magnetometers at 0x0C: one per multiplexer channel
     per_ch = 1 if chip == "mpu9250" else 2
-    k = 0
+    links = []
     for i, ln in enumerate(skeleton.links):
         rot = [j for j in ln.dofs if skeleton.dofs[j].kind == "rotation"]
-        if not rot and ln.parent >= 0:
-            continue
-        mux = k // (per_ch * 8)
-        ch = (k // per_ch) % 8
-        # where the skeleton already has an IMU feature on this link, the sensor sits there
-        pos = [0.0, 0.0, 0.0]
-        for f in skeleton.features:
-            if f.kind == "imu" and f.link == i:
-                pos = [float(x) for x in f.position]
-                break
-        out.append({"name": ln.name + "_imu", "chip": chip, "bus": bus, "addr": addrs[k % per_ch],
-                    "mux": {"addr": 0x70 + mux, "channel": ch}, "link": ln.name,
-                    "position": pos, "mount_rpy_deg": [0.0, 0.0, 0.0]})
-        k += 1
-    if k > 8 * 8 * per_ch:
-        raise ValueError("%d IMUs do not fit behind 8 multiplexers on one bus" % k)
+        if rot or ln.parent < 0:
+            links.append(i)
+    nb = len(names)
+    counts = [len(links) // nb + (1 if b < len(links) % nb else 0) for b in range(nb)]
+    out = []
+    at = 0
+    for b, name in enumerate(names):
+        n = counts[b]
+        if n > 8 * 8 * per_ch:
+            raise ValueError("%d IMUs do not fit behind 8 multiplexers on bus %s" % (n, name))
+        for k in range(n):
+            i = links[at]
+            at += 1
+            ln = skeleton.links[i]
+            # where the skeleton already has an IMU feature on this link, the sensor sits there
+            pos = [0.0, 0.0, 0.0]
+            for f in skeleton.features:
+                if f.kind == "imu" and f.link == i:
+                    pos = [float(x) for x in f.position]
+                    break
+            mux = None
+            if n > per_ch:
+                mux = {"addr": 0x70 + k // (per_ch * 8), "channel": (k // per_ch) % 8}
+            out.append({"name": ln.name + "_imu", "chip": chip, "bus": name, "addr": addrs[k % per_ch],
+                        "mux": mux, "link": ln.name, "position": pos, "mount_rpy_deg": [0.0, 0.0, 0.0]})
     return out
 
 
@@ -103,10 +127,20 @@ def check(cfg, where="unit config"):
         raise FormatError("%s: 'rate_hz' must be in (0, 1000]" % where)
     if cfg.get("bits", 8) not in (8, 16):
         raise FormatError("%s: 'bits' must be 8 or 16" % where)
+    sync = cfg.get("sync_s", 1.0)
+    if isinstance(sync, bool) or not isinstance(sync, (int, float)) or not 0 < sync <= 3600:
+        raise FormatError("%s: 'sync_s' must be seconds in (0, 3600]" % where)
     if cfg.get("chip", "bno055") not in CHIPS:
         raise FormatError("%s: 'chip' must be one of %s" % (where, ", ".join(CHIPS)))
     _need(cfg, "body", str, where)
     buses = _need(cfg, "buses", dict, where)
+    from device.hal import split_url
+    from device.hal.i2c_sim import parse_hz
+    for name, url in buses.items():
+        try:
+            parse_hz(split_url(str(url))[1])
+        except ValueError as e:
+            raise FormatError("%s: buses %r: %s" % (where, name, e))
     sensors = cfg.get("sensors")
     if sensors is not None:
         if not isinstance(sensors, list):

@@ -8,7 +8,10 @@
     loop.run(duration_s=5.0)
     print(loop.stats.table())
 
-Frame k is due at t0 + k/rate (absolute deadlines). In real time (realtime=True) the loop
+Frame k is due at t0 + k/rate (absolute deadlines). The read stage lasts at least the bus time
+of the unit's slowest (simulated) bus: the clock waits it out (virtual time jumps, real time
+sleeps), and stats report it as "bus" beside the unit's CPU work ("busy", what must fit a
+quarter of the period); a frame whose work plus bus time exceeds the period is an overrun. In real time (realtime=True) the loop
 sleeps until each deadline; when a frame's work overruns past later deadlines it captures at
 the latest deadline that has passed, records the frames before it as missing columns (the
 staff keeps its timeline) and counts them as skipped. In
@@ -45,9 +48,25 @@ def make_header(skeleton, rate_hz, bits=8, source="motionstaff capture", capture
                             skeleton=skeleton.to_dict(), source=source, captured=captured)
 
 
+def check_recording_header(header):
+    """The checks convert and info apply to a recording's header (protocol/staffheader.py, the
+    skeleton's own), before anything is recorded: a recording capture writes is one they read."""
+    from protocol.errors import FormatError
+    text = staffheader.dumps(header)
+    h = staffheader.loads(text.encode("utf-8") if isinstance(text, str) else text, "recording header")
+    if h.get("skeleton") is not None:
+        from device.body.skeleton import Skeleton
+        try:
+            Skeleton.from_dict(h["skeleton"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise FormatError("recording header: skeleton: %s" % e) from None
+    return h
+
+
 class CaptureLoop:
     def __init__(self, unit, record=None, frames_per_block=1, realtime=False, clock=None,
-                 outputs=None, raw_log=None, truth=False, bits=None, captured=""):
+                 outputs=None, raw_log=None, truth=False, bits=None, captured="", storage=None,
+                 sync_s=None, own_record=False, record_dir=None):
         self.unit = unit
         self.rate_hz = unit.rate_hz
         self.period_s = 1.0 / self.rate_hz
@@ -57,8 +76,28 @@ class CaptureLoop:
         self.los = [r["lo"] for r in self.header["rows"]]
         self.his = [r["hi"] for r in self.header["rows"]]
         self.writer = None
-        if record is not None:
-            self.writer = container.Writer(record, self.header, frames_per_block=frames_per_block)
+        self._record_file = None
+        self.sync_s = float(unit.cfg.get("sync_s", 1.0) if sync_s is None else sync_s)
+        self.record_path = record if isinstance(record, str) else None
+        if record is not None or record_dir is not None:
+            check_recording_header(self.header)
+            # a path is created with its header on the medium, never over an existing file
+            # (storage.create_recording: FileExistsError); record_dir gets a new name
+            # (storage.new_recording); both on `storage` (the file system, or its power-cut
+            # twin). A file object is appended to as is (header included).
+            head = isinstance(record, str) or record_dir is not None
+            if head:
+                from device.capture.storage import create_recording, new_recording
+                hb = container.encode_header(self.header)
+                if record_dir is not None:
+                    self.record_path, record = new_recording(record_dir, hb, storage)
+                else:
+                    record = create_recording(record, hb, storage)
+                own_record = True
+            if own_record:
+                self._record_file = record          # closed by close()
+            self.writer = container.Writer(record, self.header, frames_per_block=frames_per_block,
+                                           sync_s=self.sync_s, write_header=not head)
         self.outputs = list(outputs or [])
         self.output_errors = 0
         self.first_output_error = None
@@ -95,8 +134,16 @@ class CaptureLoop:
         self.clock.sleep_until(due)
         t_s = due - self.t0
         start = self.clock.now()
+        c0 = time.thread_time()
         p0 = time.perf_counter()
         readings = self.unit.read(t_s)
+        p1 = time.perf_counter()
+        bus_s = max(self.unit.bus_s.values()) if getattr(self.unit, "bus_s", None) else 0.0
+        if bus_s > 0:
+            # the simulated buses' time (in parallel: the slowest): the read stage lasts at least
+            # that long, in virtual time and, with real-time pacing, on the wall clock
+            self.clock.sleep_until(self.clock.now() + bus_s)
+        wait_s = time.perf_counter() - p1
         p1 = time.perf_counter()
         if self.raw_log is not None:
             self.raw_log.write(k, t_s, readings)
@@ -110,9 +157,19 @@ class CaptureLoop:
         p4 = time.perf_counter()
         self._emit(k, t_s, values, codes)
         p5 = time.perf_counter()
+        cpu = time.thread_time() - c0
         sim = getattr(self.unit, "sim_s", 0.0) if self.unit.replay is None else 0.0
-        self.stats.frame(start, due, {"read": p1 - p0 - sim, "estimate": p2 - p1, "encode": p3 - p2,
-                                      "record": p4 - p3, "output": p5 - p4}, p5 - p0 - sim)
+        sim_cpu = getattr(self.unit, "sim_cpu_s", 0.0) if self.unit.replay is None else 0.0
+        read = (p1 - wait_s) - p0 - sim
+        work = read + (p5 - p1)
+        latency = work + max(bus_s, wait_s)
+        # an overrun: the frame ends after the next deadline (real time: by the clock; virtual
+        # time: its start plus the work measured and the bus time)
+        end = self.clock.now() if self.clock.realtime else start + latency
+        self.stats.frame(start, due, {"read": read, "estimate": p2 - p1, "encode": p3 - p2,
+                                      "record": p4 - p3, "output": p5 - p4},
+                         latency, bus_s=bus_s, cpu_s=max(0.0, cpu - sim_cpu),
+                         overrun=end > due + self.period_s)
         self.stats.simulate_s.append(sim)
         if self.truth is not None and self.unit.subject is not None:
             self.truth.append(self.unit.subject.q_true(t_s))
@@ -161,6 +218,7 @@ class CaptureLoop:
                 "calibrating": self.unit.calibrated is None, "health": self.unit.health,
                 "rate_hz": (1000.0 / st["period_mean_ms"]) if st.get("period_mean_ms") else self.rate_hz,
                 "busy_ms": st.get("busy_mean_ms", 0.0), "skipped": st["skipped"],
+                "overruns": st["overruns"], "bus_ms": st.get("bus_mean_ms", 0.0),
                 "output_errors": self.output_errors}
 
     def add_configured_outputs(self):
@@ -179,6 +237,8 @@ class CaptureLoop:
                 self.output_errors += 1
         if self.writer is not None:
             self.writer.close()
+        if self._record_file is not None:
+            self._record_file.close()
         if self.raw_log is not None:
             self.raw_log.close()
         self.unit.close()

@@ -100,6 +100,18 @@ class OrientEstimator:
     def initialise(self, q0):
         self.q = np.array(q0, float)
 
+    MAX_GAP_S = 0.5
+    _t_now = None
+
+    def _elapsed(self, name):
+        """Seconds since sensor name's last reading (dt_s the first time, at most MAX_GAP_S)."""
+        t = self._t_now
+        last = self.__dict__.setdefault("_t_sensor", {}).get(name)
+        self._t_sensor[name] = t
+        if t is None or last is None or not t > last:
+            return self.dt_s
+        return min(t - last, self.MAX_GAP_S)
+
     # -- segment orientations ---------------------------------------------------------------
     def _sensor_world(self, name, reading, orient, samples=None):
         """R_world_sensor for one sensor, or None."""
@@ -117,7 +129,9 @@ class OrientEstimator:
         if samples and self.sample_dt_s:
             seq, dt = samples, self.sample_dt_s
         else:
-            seq, dt = [(gyro, accel)], self.dt_s
+            # one reading a frame: it integrates over the real time since this sensor's last
+            # (frames skipped by the loop, a stale sensor back), at most MAX_GAP_S
+            seq, dt = [(gyro, accel)], self._elapsed(name)
         bias = self.gyro_bias.get(name, 0.0)
         mag_ut = reading[2] if len(reading) > 2 and self.use_mag else None
         if mag_ut is not None:
@@ -262,6 +276,7 @@ class OrientEstimator:
         return R
 
     def step(self, obs):
+        self._t_now = getattr(obs, "t_s", None)
         imu = getattr(obs, "imu", None) or {}
         orient = getattr(obs, "orient", None) or {}
         samples = getattr(obs, "samples", None) or {}

@@ -139,9 +139,14 @@ class Unit:
         else:
             self.skeleton = Skeleton.load(body)
         sk = self.skeleton
-        specs = cfg.get("sensors") or place_sensors(sk, cfg.get("chip", "bno055"))
+        specs = cfg.get("sensors") or place_sensors(sk, cfg.get("chip", "bno055"), buses=list(cfg["buses"]))
         self.specs = specs
         _check_mag_and_sim(cfg, specs)
+        self.bus_budget = []
+        if replay is None:
+            # every bus's reads fit the frame period (measured on twins of the buses), or one line
+            from device.capture.busbudget import check_bus_budget
+            self.bus_budget = check_bus_budget(cfg, specs)
         check_estimator_options(cfg, sk, self.dt_s)
         self.subject = None
         if sub is not None and replay is None:
@@ -184,12 +189,26 @@ class Unit:
                 self._chip[s["name"]] = s["chip"]
             for slot in self.slots:
                 slot.start()
+            # real buses are read in parallel, one thread a bus (the kernel's I2C transfer
+            # releases the GIL, so the frame waits for the slowest bus, not their sum); the
+            # twins' bus clocks model the same (the loop waits max over buses)
+            self._bus_groups = {}
+            for spec, slot in zip(specs, self.slots):
+                self._bus_groups.setdefault(spec["bus"], []).append(slot)
+            real = [n for n in self._bus_groups if not str(cfg["buses"][n]).startswith("sim-")]
+            self._pool = None
+            if len(real) > 1:
+                from concurrent.futures import ThreadPoolExecutor
+                self._pool = ThreadPoolExecutor(max_workers=len(self._bus_groups),
+                                                thread_name_prefix="i2c")
         else:
             for s in specs:
                 self._chip[s["name"]] = s["chip"]
         self.camera = None
         self.markers2d = {}
         self.sim_s = 0.0          # time the last read() spent simulating (subject, chips' truth, camera)
+        self.sim_cpu_s = 0.0      # ... in thread CPU time
+        self.bus_s = {}           # bus name -> simulated bus time of the last read() (sim buses)
         cam = cfg.get("camera")
         if cam:
             self._open_camera(cam)
@@ -255,23 +274,41 @@ class Unit:
         """Every sensor's normalised reading at t_s (None when stale); markers in self.markers2d."""
         if self.replay is not None:
             return self.replay.read(t_s)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         if self.subject is not None:
             self.subject.advance(t_s)
         self.sim_s = time.perf_counter() - t0
+        self.sim_cpu_s = time.thread_time() - c0
         out = {}
         cal = self.sensor_cal
+        before = {n: (getattr(b, "busy_s", 0.0), getattr(b, "sim_s", 0.0), getattr(b, "sim_cpu_s", 0.0))
+                  for n, b in self.buses.items()}
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            done = dict(zip(self._bus_groups, pool.map(
+                lambda slots: [slot.sample() for slot in slots], self._bus_groups.values())))
+            samples = {}
+            for n, slots in self._bus_groups.items():
+                samples.update((slot.name, r) for slot, r in zip(slots, done[n]))
         for slot in self.slots:
-            out[slot.name] = normalise(self._chip[slot.name], slot.sample())
+            raw = samples[slot.name] if pool is not None else slot.sample()
+            out[slot.name] = normalise(self._chip[slot.name], raw)
             if slot.name in cal:
                 from device.capture.calibration import apply_reading
                 out[slot.name] = apply_reading(cal[slot.name], out[slot.name])
+        for n, b in self.buses.items():
+            # the bus clock's advance (buses run in parallel: the frame waits for the slowest);
+            # the simulated chips' CPU time is the simulator's
+            self.bus_s[n] = getattr(b, "busy_s", 0.0) - before[n][0]
+            self.sim_s += getattr(b, "sim_s", 0.0) - before[n][1]
+            self.sim_cpu_s += getattr(b, "sim_cpu_s", 0.0) - before[n][2]
         if self.camera is not None:
             from device.sensors.markers import find_markers
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             image, _t = self.camera.capture()
             if self.subject is not None:
                 self.sim_s += time.perf_counter() - t0     # rendering is the simulator's work
+                self.sim_cpu_s += time.thread_time() - c0
             self.markers2d = find_markers(image, self.predicted_markers2d())
         return out
 
@@ -325,10 +362,13 @@ class Unit:
             ori = {}
             if orient and self.cfg.get("fused_orientation", True):
                 W = self.calibrated["world"]
-                for name, qt in orient.items():
-                    qt = np.asarray(qt, float)
-                    if np.linalg.norm(qt) > 0.5:
-                        ori[name] = W @ quat_to_mat(qt / np.linalg.norm(qt))
+                names = list(orient)
+                qs = np.array([orient[n] for n in names], float)
+                ok = np.einsum("ij,ij->i", qs, qs) > 0.25           # |q| > 0.5 (raw modes read 0)
+                if ok.any():
+                    # all sensors at once: W R(q / |q|) (quat_to_mat normalises)
+                    Rs = np.matmul(W, quat_to_mat(qs[ok]))
+                    ori = dict(zip([n for n, o in zip(names, ok) if o], Rs))
             if self.camera is not None and any(v is not None for v in self.markers2d.values()):
                 if not hasattr(self, "_est_camera"):
                     self._est_camera = self.camera.model.to_estimate_camera()
@@ -441,6 +481,8 @@ class Unit:
         return [s.status() for s in self.slots]
 
     def close(self):
+        if getattr(self, "_pool", None) is not None:
+            self._pool.shutdown()
         for b in self.buses.values():
             b.close()
         if self.camera is not None:

@@ -10,15 +10,34 @@ Each step (filterpy's equations, full covariance, state in SI units):
   predict   x- = f(x+)  (RK4 / Euler on the dynamics, or the linear CV / CA model)
             P- = A P+ A' + Q
   update    only the observations present make rows (z, h(x-), H, R = diag(r)), then
-            S = H P- H' + R ;  K = P- H' S^-1  (Cholesky solve, no inverse)
-            x+ = x- + K (z - h(x-))
-            P+ = (I - K H) P- (I - K H)' + K R K'   (Joseph form: stays symmetric positive
-                 semi-definite under round-off and for a sub-optimal K)
+            S = H P- H' + R = L L'  (Cholesky) ;  U = P- H' L^-T  (one triangular solve)
+            x+ = x- + U L^-1 (z - h(x-))          (= x- + K y, K = P- H' S^-1 = U L^-1)
+            P+ = P- - U U'                        (= P- - K S K', one BLAS syrk, exactly
+                 symmetric; equal to the Joseph form for this optimal K: joseph() below, the
+                 former update, agrees to 1e-9 relative on the whole-body filter, at half the
+                 cost: 198 x 144 K and K S products are never formed)
+            with more rows than states (nz > nx: the whole body's IMUs, 198 x 144, and markers)
+            the same update in information form, O(nx^2 nz) instead of O(nx nz^2):
+            Y = P-^-1 + H' R^-1 H ;  P+ = Y^-1 ;  x+ = x- + P+ H' R^-1 y
+            y' S^-1 y = y' R^-1 y - (H' R^-1 y)' P+ (H' R^-1 y)   (Woodbury; the NIS)
+            (Cholesky factors and inverses from LAPACK potrf/potri; equal to the covariance form
+            to 1e-12 relative on the whole-body filter; 1.3 ms instead of 2.9 with the camera)
 After the update the angles are clamped to the skeleton's ranges (clamp=True).
+
+Time: step(obs) predicts over the real elapsed time since the last observation, in steps of
+dt_s: a gap of n frames (frames the capture loop skipped, say) is round(gap / dt_s) predicts,
+at most max_gap_steps (1 s of frames; a longer gap predicts that much and counts it in
+gaps_truncated). gap_steps counts the extra predicts.
 """
 
 import numpy as np
 from scipy.linalg.blas import dsyr2k as _syr2k
+from scipy.linalg.blas import dsyrk as _syrk
+from scipy.linalg.blas import dtrsm as _trsm
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotri as _potri
+from scipy.linalg.lapack import dpotrs as _potrs
+from scipy.linalg.lapack import dtrtrs as _trtrs
 
 from device.body.dynamics import cholesky_lower, cholesky_solve
 
@@ -133,6 +152,9 @@ class JointEKF:
         self.nis = np.nan          # normalised innovation squared of the last update
         self.nz = 0                # rows in the last update
         self.failures = 0          # updates skipped because S was not positive definite
+        self.max_gap_steps = max(1, int(round(1.0 / self.dt_s)))
+        self.gap_steps = 0         # predicts beyond one per step (gaps between observations)
+        self.gaps_truncated = 0    # gaps longer than max_gap_steps predicts
 
     # -- state ------------------------------------------------------------------------------------
     def initialise(self, q0_dof, qd0_dof=None, p0_sigma=None, t_s=None):
@@ -199,7 +221,9 @@ class JointEKF:
         # Joseph update may write into it
         z, h, H, r = self.meas.linearise(self.lin, obs, self.nx)
         self.nz = len(z)
-        if self.nz:
+        if self.nz > self.nx and self._update_information(z, h, H, r):
+            pass
+        elif self.nz:
             P = self.P
             # y = z - h(x)
             y = z - h
@@ -215,17 +239,24 @@ class JointEKF:
                 self.P = (V * np.maximum(w, 1e-12)) @ V.T
                 self.failures += 1
                 return
-            # K = P H' S^-1
-            K = cholesky_solve(c, PHT.T).T
-            # x = x + K y
-            x_new = self.x + K @ y
-            if not np.isfinite(x_new.sum()):          # (non-finite if any element is)
+            # U' = L^-1 H P (nz, nx), Fortran order: L U' = (P H')' (P symmetric)
+            Ut = _trsm(1.0, c, np.asfortranarray(PHT.T), side=0, lower=1, trans_a=0, diag=0,
+                       overwrite_b=1)
+            # v = L^-1 y ; x = x + U v  (= K y)
+            v, info = _trtrs(c, y, lower=1)
+            x_new = self.x + Ut.T @ v
+            if info != 0 or not np.isfinite(x_new.sum()):          # (non-finite if any element is)
                 self._recover(self.x)
                 return
             self.x = x_new
-            self.nis = float(y @ cholesky_solve(c, y))
-            # P = (I - K H) P (I - K H)' + K R K'
-            self.P = joseph(P, PHT, K, H, r, S, overwrite=_own_P)
+            # nis = y' S^-1 y = v' v
+            self.nis = float(v @ v)
+            # P = P - U U': BLAS (column-major) sees P as P' = P; trans=1 gives Ut' Ut = U U';
+            # its upper triangle is our (C order) lower one, mirrored
+            own = _own_P and P.flags.c_contiguous
+            Pc = _syrk(-1.0, Ut, beta=1.0, c=P.T if own else np.array(P.T, order="F"), trans=1,
+                       lower=0, overwrite_c=1).T
+            self.P = symmetric_from_lower(Pc)
         if self.clamp:
             # a joint at its limit stops: q clipped, an outward velocity zeroed
             n = self.n
@@ -238,6 +269,40 @@ class JointEKF:
         # self.lin (at the prior) stays: the next predict takes A from it (one dynamics
         # evaluation less per step than re-linearising at the posterior)
 
+    def _update_information(self, z, h, H, r):
+        """The update in information form (module docstring); False (nothing changed) when P or
+        Y is not positive definite to working precision: the covariance form then runs."""
+        Lp, info = _potrf(self.P, lower=1, clean=1)
+        if info != 0:
+            return False
+        # P^-1 (lower triangle)
+        Pinv, info = _potri(Lp, lower=1)
+        if info != 0:
+            return False
+        # Y = P^-1 + H' R^-1 H = P^-1 + Hs' Hs, Hs = R^-1/2 H (lower triangle, one syrk)
+        Hs = H * (1.0 / np.sqrt(r))[:, None]
+        Y = _syrk(1.0, Hs, beta=1.0, c=Pinv, trans=1, lower=1, overwrite_c=1)
+        Ly, info = _potrf(Y, lower=1, clean=1)
+        if info != 0:
+            return False
+        # y = z - h ; b = H' R^-1 y ; dx = Y^-1 b = P+ H' R^-1 y
+        y = z - h
+        yr = y / r
+        b = H.T @ yr
+        dx, info = _potrs(Ly, b, lower=1)
+        Pp, info2 = _potri(Ly, lower=1)
+        x_new = self.x + dx
+        if info != 0 or info2 != 0 or not np.isfinite(x_new.sum()):
+            return False
+        self.x = x_new
+        # P+ = Y^-1: its lower triangle mirrored
+        Pp = np.tril(Pp)
+        Pp += np.tril(Pp, -1).T
+        self.P = np.ascontiguousarray(Pp)
+        # nis = y' S^-1 y = y' R^-1 y - b' dx
+        self.nis = float(y @ yr - b @ dx)
+        return True
+
     def step(self, obs):
         """Predict one dt and update with obs; returns q (ndof,) in dof units."""
         if self.x is None:
@@ -246,7 +311,16 @@ class JointEKF:
             self.camera = obs.camera
         predicted = obs is None or self.t_s is None or obs.t_s > self.t_s + 1e-6 * self.dt_s
         if predicted:
-            self.predict()
+            steps = 1
+            if obs is not None and self.t_s is not None:
+                # n = round((t_obs - t_last) / dt): predict over the real elapsed time
+                steps = max(1, int(round((obs.t_s - self.t_s) / self.dt_s)))
+                if steps > self.max_gap_steps:
+                    self.gaps_truncated += 1
+                    steps = self.max_gap_steps
+            for _ in range(steps):
+                self.predict()
+            self.gap_steps += steps - 1
         if obs is not None:
             self.update(obs, _own_P=predicted)
         self.t_s = obs.t_s if obs is not None else None

@@ -5,13 +5,74 @@
     dev = bus.attach(0x68, RegisterDevice({0x75: 0x68}))   # a register file with WHO_AM_I
     buf = bytearray(1); bus.readfrom_mem_into(0x68, 0x75, buf)   # buf == b"\\x68"
     bus.fail(0x68, 3)            # the next 3 transfers to 0x68 raise OSError(EIO)
+    bus = SimI2C(freq_hz=400000)  # or open_i2c("sim-i2c://1?hz=400000")
+    bus.busy_s, bus.bits          # the bus clock: time the wires were busy, SCL periods
 
 An absent address raises OSError(ENODEV) like a NACK; register addresses auto-increment.
 Multiplexers (device.hal.tca9548a.SimTCA9548A) route addresses to their enabled channels.
+
+Bus time (NXP UM10204, 3.1): every transaction costs its SCL periods at the bus clock. A byte
+is 8 data bits and an acknowledge bit (9 periods); START, repeated START and STOP count one
+period each (their setup and hold times, t_SU;STA, t_HD;STA, t_SU;STO, are 0.6-4.7 us:
+about one period at 100 and 400 kHz). Counted per transaction (transaction_bits):
+    register read  (readfrom_mem_into)  S, addr+W, reg, Sr, addr+R, n bytes, P = 30 + 9 n
+    register write (writeto_mem)        S, addr+W, reg, n bytes, P             = 20 + 9 n
+    plain write / read (writeto, readfrom_into)  S, addr+R/W, n bytes, P       = 11 + 9 n
+    an address nobody acknowledges      S, addr, NACK, P                       = 11
+A chip that stretches the clock adds its hold time: a device's `stretch_per_read_byte_s` is
+charged once per byte it sends (the BNO055, device/sensors/bno055_sim.py). A failed transfer
+costs its full time too. `sim_s` (wall) and `sim_cpu_s` (thread CPU) are the time the simulated
+chips spent (their registers from the truth): the simulator's work, not the unit's.
 """
+
+import time
+
+try:
+    _now = time.perf_counter
+    _cpu = time.thread_time
+except AttributeError:          # MicroPython
+    def _now():
+        return time.ticks_us() * 1e-6
+    _cpu = _now
 
 EIO = 5
 ENODEV = 19
+DEFAULT_HZ = 100000          # the Raspberry Pi's default i2c_arm_baudrate
+NACK_BITS = 11
+
+
+def transaction_bits(kind, n):
+    """SCL periods of one transaction moving n data bytes (kind: "read_mem", "write_mem",
+    "write", "read"); see the module docstring."""
+    if kind == "read_mem":
+        # S + (addr+W, ACK) + (reg, ACK) + Sr + (addr+R, ACK) + n (byte, ACK) + P
+        return 1 + 9 + 9 + 1 + 9 + 9 * n + 1
+    if kind == "write_mem":
+        # S + (addr+W, ACK) + (reg, ACK) + n (byte, ACK) + P
+        return 1 + 9 + 9 + 9 * n + 1
+    if kind in ("write", "read"):
+        # S + (addr+R/W, ACK) + n (byte, ACK) + P
+        return 1 + 9 + 9 * n + 1
+    raise ValueError("unknown I2C transaction kind %r" % (kind,))
+
+
+def parse_hz(rest, default=DEFAULT_HZ):
+    """(name, clock Hz) of a bus URL's rest "1?hz=400000" (ValueError on a bad clock)."""
+    parts = rest.split("?", 1)
+    name, query = parts[0], (parts[1] if len(parts) > 1 else "")
+    hz = default
+    for part in query.split("&") if query else ():
+        kv = part.split("=", 1)
+        key, val = kv[0], (kv[1] if len(kv) > 1 else "")
+        if key != "hz":
+            raise ValueError("I2C bus %r: unknown option %r (only hz=)" % (rest, key))
+        try:
+            hz = int(val)
+        except ValueError:
+            raise ValueError("I2C bus %r: hz=%r is not a number" % (rest, val))
+    if not 1000 <= hz <= 1000000:
+        raise ValueError("I2C bus %r: clock %d Hz is outside 1 kHz .. 1 MHz" % (rest, hz))
+    return name, hz
 
 
 class RegisterDevice:
@@ -50,8 +111,14 @@ class RegisterDevice:
 class SimI2C:
     """A bus of simulated devices: machine.I2C-style methods, fault injection, a transfer log."""
 
-    def __init__(self, name="sim"):
+    def __init__(self, name="sim", freq_hz=DEFAULT_HZ):
         self.name = name
+        self.freq_hz = int(freq_hz)
+        self.busy_s = 0.0           # the bus clock: simulated time the bus was busy
+        self.bits = 0               # SCL periods sent
+        self.stretch_s = 0.0        # of busy_s, time chips held SCL low
+        self.sim_s = 0.0            # time of the simulated chips (the simulator's work), wall
+        self.sim_cpu_s = 0.0        # ... and thread CPU time
         self.devices = {}
         self._fail = {}
         self.fault_hook = None      # callable(addr) -> True to fail this transfer
@@ -61,7 +128,14 @@ class SimI2C:
 
     @classmethod
     def from_url(cls, rest, **options):
-        return cls(name=rest or "sim", **options)
+        name, hz = parse_hz(rest)
+        return cls(name=name or "sim", freq_hz=options.pop("freq_hz", hz), **options)
+
+    def charge(self, bits, stretch_s=0.0):
+        """Advance the bus clock by bits SCL periods and stretch_s of clock stretching."""
+        self.bits += bits
+        self.stretch_s += stretch_s
+        self.busy_s += bits / float(self.freq_hz) + stretch_s
 
     def attach(self, addr, device):
         if addr in self.devices:
@@ -83,8 +157,19 @@ class SimI2C:
                 found.add(a)
         return sorted(found)
 
-    def _device(self, addr):
+    def _device(self, addr, kind, n):
+        """The device answering at addr, the transaction's bus time charged (also when it fails)."""
         self.transfers += 1
+        try:
+            dev = self._route(addr)
+        except OSError as e:
+            self.charge(NACK_BITS if e.args and e.args[0] == ENODEV else transaction_bits(kind, n))
+            raise
+        stretch = getattr(dev, "stretch_per_read_byte_s", 0.0) if kind in ("read_mem", "read") else 0.0
+        self.charge(transaction_bits(kind, n), stretch * n)
+        return dev
+
+    def _route(self, addr):
         if self._fail.get(addr, 0) > 0:
             self._fail[addr] -= 1
             raise OSError(EIO, "simulated I2C error at 0x%02x" % addr)
@@ -108,23 +193,31 @@ class SimI2C:
         return dev
 
     def readfrom_mem_into(self, addr, reg, buf):
-        data = self._device(addr).read(reg, len(buf))
+        dev = self._device(addr, "read_mem", len(buf))
+        t0, c0 = _now(), _cpu()
+        data = dev.read(reg, len(buf))
+        self.sim_s += _now() - t0
+        self.sim_cpu_s += _cpu() - c0
         buf[:] = data
         if self.log is not None:
             self.log.append(("r", addr, reg, bytes(data)))
 
     def writeto_mem(self, addr, reg, buf):
-        self._device(addr).write(reg, buf)
+        dev = self._device(addr, "write_mem", len(buf))
+        t0, c0 = _now(), _cpu()
+        dev.write(reg, buf)
+        self.sim_s += _now() - t0
+        self.sim_cpu_s += _cpu() - c0
         if self.log is not None:
             self.log.append(("w", addr, reg, bytes(buf)))
 
     def writeto(self, addr, buf):
-        self._device(addr).raw_write(bytes(buf))
+        self._device(addr, "write", len(buf)).raw_write(bytes(buf))
         if self.log is not None:
             self.log.append(("w", addr, None, bytes(buf)))
 
     def readfrom_into(self, addr, buf):
-        buf[:] = self._device(addr).read(0, len(buf))
+        buf[:] = self._device(addr, "read", len(buf)).read(0, len(buf))
 
     def close(self):
         self.closed = True

@@ -5,22 +5,26 @@
     buf = bytearray(14); bus.readfrom_mem_into(0x68, 0x3B, buf)
 
 Every transfer is one i2c_rdwr transaction (write the register, repeated start, read), so
-reads are not capped at the SMBus block limit of 32 bytes.
+reads are not capped at the SMBus block limit of 32 bytes. "i2c://3?hz=400000" names the clock
+the bus was given in /boot/firmware/config.txt (docs/pi.md); the unit's bus budget uses it.
 """
 
 
 class SmbusI2C:
     """machine.I2C-style methods over smbus2.SMBus.i2c_rdwr."""
 
-    def __init__(self, bus=1):
+    def __init__(self, bus=1, freq_hz=None):
         import smbus2  # lazy: only on a machine with the real bus
         self._smbus2 = smbus2
         self.bus_num = int(bus)
+        self.freq_hz = freq_hz      # what config.txt set (the kernel owns the clock); budget only
         self.bus = smbus2.SMBus(self.bus_num)
 
     @classmethod
     def from_url(cls, rest, **options):
-        return cls(int(rest or "1"), **options)
+        from device.hal.i2c_sim import parse_hz
+        name, hz = parse_hz(rest)
+        return cls(int(name or "1"), freq_hz=hz, **options)
 
     def readfrom_mem_into(self, addr, reg, buf):
         m = self._smbus2.i2c_msg

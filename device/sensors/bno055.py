@@ -28,6 +28,7 @@ from device.sensors.register import RegisterChip
 
 _CHIP_ID = 0x00         # 0xA0
 _ACC_DATA = 0x08        # acc(6) mag(6) gyr(6) eul(6) qua(8): 0x08..0x27, 32 bytes
+_GYR_DATA = 0x14
 _QUA_DATA = 0x20
 _CALIB_STAT = 0x35      # sys|gyr|acc|mag, 2 bits each, 3 = calibrated
 _UNIT_SEL = 0x3B        # bit0 acc mg, bit1 gyro rps, bit2 euler rad, bit4 temp F
@@ -167,6 +168,20 @@ class BNO055(RegisterChip):
                 (v[3] * km, v[4] * km, v[5] * km), (v[12] * kq, v[13] * kq, v[14] * kq, v[15] * kq))
 
     def read(self):
-        """(gyro_rad_s, accel_m_s2, quat_wxyz): the capture loop's common sensor reading."""
-        g, a, m, q = self.read_all()
-        return g, a, q
+        """(gyro_rad_s, accel_m_s2, quat_wxyz): the capture loop's common sensor reading.
+
+        Three bursts (accel 6, gyro 6, quaternion 8 bytes) instead of read_all's 32: the chip
+        stretches the clock after every byte it sends (about 180 us, device/sensors/bno055_sim.py),
+        so the 12 magnetometer and Euler bytes between them would cost 2.2 ms of bus a frame
+        against the 60 us of the two extra register addresses."""
+        b = self._buf
+        mv = memoryview(b)
+        self.i2c.readfrom_mem_into(self.addr, _ACC_DATA, mv[0:6])
+        self.i2c.readfrom_mem_into(self.addr, _GYR_DATA, mv[6:12])
+        self.i2c.readfrom_mem_into(self.addr, _QUA_DATA, mv[12:20])
+        v = struct.unpack_from("<10h", b, 0)
+        ka = 1.0 / ACC_LSB_PER_M_S2
+        kg = 1.0 / GYR_LSB_PER_RAD_S
+        kq = 1.0 / QUA_LSB
+        return ((v[3] * kg, v[4] * kg, v[5] * kg), (v[0] * ka, v[1] * ka, v[2] * ka),
+                (v[6] * kq, v[7] * kq, v[8] * kq, v[9] * kq))

@@ -59,8 +59,19 @@ def _rotate_t(q, v):
     return tuple(r[0][i] * v[0] + r[1][i] * v[1] + r[2][i] * v[2] for i in range(3))
 
 
+# Clock stretching: "The BNO055 I2C interface uses clock stretching" (datasheet BST-BNO055-DS000
+# rev 1.4, 4.6); the data sheet gives no duration. Measured: about 180 us of SCL held low after
+# each byte of a multi-byte read (Bosch Sensortec community forum, "BNO055 / Minimum I2C
+# communication interval", STM32L4 at 400 kHz, NDOF_FMC_OFF: 8 quaternion bytes in > 2 ms),
+# and about 500 accel-only reads a second on a Raspberry Pi whatever the code (el-hult.github.io,
+# 2023-02-23 "How fast can you read the BNO055?"): the twin charges 180 us per byte read.
+STRETCH_PER_READ_BYTE_S = 180e-6
+
+
 class SimBNO055(RegisterDevice):
     """truth() -> dict with gyro_rad_s, accel_m_s2 (specific force), mag_ut, quat_wxyz, temp_c."""
+
+    stretch_per_read_byte_s = STRETCH_PER_READ_BYTE_S
 
     def __init__(self, truth=None, calib_stat=0xFF, offsets=None):
         RegisterDevice.__init__(self)

@@ -6,6 +6,11 @@
     motionstaff capture --replay raw.jsonl --record again.msr     # re-estimate a raw log
     motionstaff capture --config unit.json --realtime             # a Pi with real sensors
     motionstaff capture --realtime --link /dev/ttyUSB0 --baud 115200   # live frames to a robot
+    motionstaff capture --config unit.json --realtime --record-dir ~/recordings --sync-s 0.5
+
+Before anything runs: the output paths (a recording is never replaced), the recording's header
+(the checks convert and info apply), and the I2C budget (each bus's reads fit the frame period,
+device/capture/busbudget.py) are checked; any problem is one line and exit 2.
 
 Also home of read_msr(path) -> Staff, the `.msr` reader registered in host/formats.py.
 SIGUSR1 prints the timing statistics while capturing (real-time mode).
@@ -24,7 +29,12 @@ HELP = "capture motion from the unit's sensors (default: the simulated subject) 
 def add_arguments(p):
     p.add_argument("--config", help="unit configuration JSON (default: the simulated unit)")
     p.add_argument("--duration", type=float, help="seconds to capture (default: the clip's length)")
-    p.add_argument("--record", help="write the estimate: .msr recording container (or .png staff)")
+    p.add_argument("--record", help="write the estimate: .msr recording container (or .png staff); "
+                   "a new file (an existing one is never replaced)")
+    p.add_argument("--record-dir", help="write the recording into this folder under a new name "
+                   "(rec-<counter>-<boot id>.msr: no clock needed, never reused)")
+    p.add_argument("--sync-s", type=float, help="sync the recording to the medium every S seconds of "
+                   "frames: what a power cut can lose (default: the config's sync_s, 1 s)")
     p.add_argument("--raw-log", help="write every raw sensor reading (JSON Lines) for replay")
     p.add_argument("--replay", help="read sensors from a raw log / x-io .csv / BROAD .mat instead")
     p.add_argument("--clip", help="the motion the simulated subject performs (any BVH)")
@@ -91,6 +101,7 @@ def _status_line(s):
             % (s["t_s"], s["frame"], s["sensors_alive"], s["sensors"], s["rate_hz"], s["health"],
                s["busy_ms"], "  CALIBRATING (stand still)" if s["calibrating"] else "",
                ("  skipped %d" % s["skipped"]) if s["skipped"] else "")) + (
+        ("  overruns %d" % s["overruns"]) if s.get("overruns") else "") + (
         ("  stale: %s" % " ".join(s["stale"][:6])) if s.get("stale") else "")
 
 
@@ -99,6 +110,17 @@ def run(args):
     from device.capture.rawlog import RawLogWriter, open_replay, single_imu_config
     from device.capture.unit import build_unit
     import time
+    from host.outpaths import check_folder, check_output
+    record_png = bool(args.record and args.record.lower().endswith(".png"))
+    check_output(args.record, "--record", overwrite=record_png)
+    check_output(args.truth, "--truth")
+    check_output(args.raw_log, "--raw-log")
+    if args.record_dir:
+        if args.record:
+            raise ValueError("capture: give --record or --record-dir, not both")
+        check_folder(args.record_dir, "--record-dir")
+    if args.sync_s is not None and not 0 < args.sync_s <= 3600:
+        raise ValueError("capture: --sync-s must be in (0, 3600] seconds, not %g" % args.sync_s)
     cfg = _config(args)
     if getattr(args, "link", None):
         if not 300 <= args.baud <= 10000000:
@@ -121,9 +143,14 @@ def run(args):
     png_out = None
     if record and record.lower().endswith(".png"):
         png_out, record = record, None
+    from device.capture.loop import check_recording_header, make_header
+    check_recording_header(make_header(unit.skeleton, unit.rate_hz, cfg.get("bits", 8)))
     raw = RawLogWriter(args.raw_log, unit) if args.raw_log else None
     loop = CaptureLoop(unit, record=record, realtime=args.realtime, raw_log=raw,
-                       truth=bool(args.truth), captured=captured)
+                       truth=bool(args.truth), captured=captured, sync_s=args.sync_s,
+                       record_dir=args.record_dir)
+    if args.record_dir:
+        print("recording to %s" % loop.record_path, file=sys.stderr)
     loop.add_configured_outputs()
     values = []
     if png_out:
@@ -165,12 +192,16 @@ def run(args):
     links = [o.counts() for o in getattr(loop, "_owned", []) if hasattr(o, "link")]
     if links:
         summary["link"] = links[0]
+    summary["buses"] = unit.bus_budget
     if args.json:
         print(json.dumps(summary, default=float))
     else:
+        from device.capture.busbudget import describe
         st = loop.status()
         print("captured %d frames at %.1f Hz (%d sensors alive of %d)"
               % (loop.frame_index, unit.rate_hz, st["sensors_alive"], st["sensors"]))
+        for b in unit.bus_budget:
+            print("  " + describe(b, 1.0 / unit.rate_hz))
         print(loop.stats.table())
     return 0
 

@@ -92,6 +92,9 @@ def text_report(r):
            r["corrupted_frames_delivered"]),
         "  latency sensor sample -> servo bytes (processing): median %s ms, p99 %s ms"
         % (_f(r["latency_p50_ms"]), _f(r["latency_p99_ms"])),
+        "  unit work p99 %s ms (CPU %s ms), bus p99 %s ms; %s overruns, %s frames skipped"
+        % (_f(r.get("unit_busy_p99_ms")), _f(r.get("unit_cpu_p99_ms")), _f(r.get("bus_p99_ms")),
+           r.get("overruns"), r.get("skipped")),
         "  bytes per frame: link %s (incl. headers %s), container %s, Maestro %s, raw %d"
         % (_f(b["link_frame_packet"]), _f(b["link_incl_headers"]), _f(b["container"]),
            _f(b["maestro"]), b["raw_codes"]),

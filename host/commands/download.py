@@ -29,9 +29,9 @@ def add_arguments(p):
 
 
 def _bar(name, total):
-    from tqdm import tqdm
-    bar = tqdm(total=total, desc=name, unit="B", unit_scale=True, leave=True, file=sys.stderr,
-               disable=None)
+    from host.progress import is_terminal, progress
+    bar = progress(total=total, desc=name, unit="B", leave=True,
+                   **({"unit_scale": True} if is_terminal() else {}))
 
     def update(have, size):
         bar.update(have - bar.n)

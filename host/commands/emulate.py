@@ -39,6 +39,8 @@ def _ids(text):
 def run(args):
     from device.servo.emulate import make_emulator
     from device.servo.emulate.pty import PtyServer
+    from host.outpaths import check_output
+    check_output(args.log, "--log")          # before serving: a session is never lost at exit
     kw = {}
     if args.controller in ("lx16a", "dynamixel", "feetech", "feetech-scs"):
         kw["ids"] = _ids(args.ids)

@@ -86,9 +86,9 @@ def run(args):
     outs, on_frame = _stream_outputs(args, staff, driver)
     bar = None
     if not args.no_progress:
-        from tqdm import tqdm
-        bar = tqdm(total=None if args.loop else last - first, unit="frame", file=sys.stderr,
-                   desc="%s -> %s" % (robot.name, controller), leave=False)
+        from host.progress import progress      # plain lines when stderr is a log, not a tty
+        bar = progress(total=None if args.loop else last - first, unit="frame",
+                       desc="%s -> %s" % (robot.name, controller), leave=False)
     interrupted = False
     try:
         player.start()

@@ -132,6 +132,8 @@ def report(cap, dl, files, staffs, notes, clip, seconds):
         "latency_robot_end_p50_ms": _pct(cap["latency_robot_ms"], 50),
         "latency_robot_end_p99_ms": _pct(cap["latency_robot_ms"], 99),
         "unit_busy_mean_ms": _r(st.get("busy_mean_ms")), "unit_busy_p99_ms": _r(st.get("busy_p99_ms")),
+        "unit_cpu_p99_ms": _r(st.get("cpu_p99_ms")), "bus_p99_ms": _r(st.get("bus_p99_ms")),
+        "overruns": st.get("overruns"), "skipped": st.get("skipped"),
         "simulator_mean_ms": _r(st.get("simulate_mean_ms")),
         "unit_stage_ms": dict((k[:-3], _r(v)) for k, v in st.items()
                               if k.endswith(("_mean_ms", "_p99_ms")) and not k.startswith(("busy", "latency", "period"))),

@@ -1,0 +1,188 @@
+"""The power-cut twin of the unit's storage: what was synced survives a cut, what was only written
+does not, and the write in flight is torn.
+
+    from device.hal.storage_sim import SimStorage, PowerCut
+    fs = SimStorage(seed=3, cut_after_writes=250)   # the power goes at the 250th write()
+    fs.makedirs("rec")
+    f = fs.open_new("rec/rec-000001.msr")           # O_EXCL: FileExistsError if it exists
+    f.write(b"..."); f.flush(); f.sync()            # flush: to the page cache; sync: to the card
+    ...                                             # PowerCut raised at the seeded moment
+    fs.after_cut()                                  # the medium as it is found after the reboot
+    fs.read_bytes("rec/rec-000001.msr")
+
+A real SD card under Linux keeps written data in the page cache until fsync (or writeback,
+seconds later, at a moment nobody chooses) and programs it in pages: after a cut each file holds
+what its last sync() put on the medium plus, at worst, a torn piece of the unsynced rest: the
+pages writeback had started, the last of them partly programmed (its tail garbage). The twin
+makes the worst seeded choice of that each time: of the unsynced bytes it keeps a seeded number
+of whole pages, then a seeded part of the next page followed by random garbage up to the page
+boundary (a torn page), and drops the rest. A file created but never synced (nor its folder)
+has no directory entry after the cut. Files closed and synced before the cut are untouched.
+It also accepts the same calls as device/capture/storage.py's OsStorage: listdir, exists,
+isdir, open_new, sync_dir, link_new, remove, read_bytes, makedirs. A name given by link_new is
+on the medium once its folder is synced.
+"""
+
+import random
+
+PAGE = 4096
+
+
+class PowerCut(Exception):
+    """The power went: raised by the write (or sync) that was in flight."""
+
+
+class _Medium:
+    def __init__(self):
+        self.synced = bytearray()     # on the card
+        self.data = bytearray()       # what the process sees (page cache included)
+
+
+class SimFile:
+    """A file open for appending on the twin (binary): write, flush, sync, close."""
+
+    def __init__(self, fs, path, medium):
+        self.fs, self.path, self.m = fs, path, medium
+        self._buf = bytearray()       # user-space buffer (lost at a cut even if written)
+        self.closed = False
+
+    def write(self, b):
+        if self.closed:
+            raise ValueError("write to a closed file")
+        self.fs._tick(self, len(b))
+        self._buf += b
+        return len(b)
+
+    def flush(self):
+        self.m.data += self._buf
+        self._buf = bytearray()
+
+    def sync(self):
+        """fsync: the file's data (and, as on ext4, its directory entry) on the medium."""
+        self.flush()
+        self.fs._tick(self, 0, sync=True)
+        self.m.synced = bytearray(self.m.data)
+        if self.fs.files.get(self.path) is self.m:
+            self.fs.entries.add(self.path)     # ext4: fsync commits a new file's entry
+        self.fs.syncs += 1
+
+    def fileno(self):
+        raise OSError("a simulated file has no descriptor (use sync())")
+
+    def close(self):
+        if not self.closed:
+            self.flush()
+            self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SimStorage:
+    """Files in memory with a power cut at a seeded write (cut_after_writes; None: never)."""
+
+    def __init__(self, seed=0, cut_after_writes=None, page=PAGE):
+        self.rng = random.Random(seed)
+        self.cut_after_writes = cut_after_writes
+        self.page = page
+        self.files = {}                # path -> medium (what the process sees)
+        self.entries = set()           # paths whose directory entry is on the medium
+        self.dirs = set()
+        self.writes = 0
+        self.syncs = 0
+        self.cut = False
+        self.in_flight = None          # (file, bytes) of the write the cut tore
+
+    # -- the OsStorage calls ------------------------------------------------------------------
+    def makedirs(self, d):
+        self.dirs.add(d.rstrip("/"))
+
+    def exists(self, path):
+        return path in self.files or path.rstrip("/") in self.dirs
+
+    def isdir(self, d):
+        return d.rstrip("/") in self.dirs
+
+    def listdir(self, d):
+        d = d.rstrip("/")
+        if d not in self.dirs:
+            raise FileNotFoundError(2, "No such file or directory", d)
+        return sorted(p[len(d) + 1:] for p in self.files if p.rsplit("/", 1)[0] == d)
+
+    def open_new(self, path):
+        """Create path exclusively (O_CREAT | O_EXCL) for writing."""
+        self._alive()
+        if path in self.files:
+            raise FileExistsError(17, "File exists", path)
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        if folder and folder not in self.dirs:
+            raise FileNotFoundError(2, "No such file or directory", folder)
+        m = self.files[path] = _Medium()
+        return SimFile(self, path, m)
+
+    def sync_dir(self, d):
+        self._alive()
+        self.entries = set(p for p in self.entries if p in self.files)
+        for p in self.files:
+            if p.rsplit("/", 1)[0] == d.rstrip("/"):
+                self.entries.add(p)
+
+    def link_new(self, src, dst):
+        self._alive()
+        if dst in self.files:
+            raise FileExistsError(17, "File exists", dst)
+        self.files[dst] = self.files[src]
+        del self.files[src]
+
+    def remove(self, path):
+        self._alive()
+        del self.files[path]
+
+    def read_bytes(self, path):
+        if path not in self.files:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return bytes(self.files[path].data)
+
+    # -- the cut ------------------------------------------------------------------------------
+    def _alive(self):
+        if self.cut:
+            raise PowerCut("the power is off")
+
+    def _tick(self, f, n, sync=False):
+        self._alive()
+        if not sync:
+            self.writes += 1
+        if self.cut_after_writes is not None and self.writes >= self.cut_after_writes and not sync:
+            self.in_flight = (f, n)
+            self.power_cut()
+            raise PowerCut("power cut at write %d" % self.writes)
+
+    def power_cut(self):
+        """Now: every file falls back to what is on the medium plus a torn piece of the rest."""
+        self.cut = True
+        for path in list(self.files):
+            m = self.files[path]
+            if path not in self.entries:
+                del self.files[path]         # its name never reached the medium
+                continue
+            tail = bytes(m.data[len(m.synced):])
+            keep = bytearray(m.synced)
+            if tail:
+                pages = (len(tail) + self.page - 1) // self.page
+                whole = self.rng.randrange(pages)                 # pages writeback finished
+                keep += tail[:whole * self.page]
+                rest = tail[whole * self.page:(whole + 1) * self.page]
+                part = self.rng.randrange(len(rest) + 1)           # the torn page: a prefix,
+                keep += rest[:part]
+                keep += bytes(self.rng.randrange(256) for _ in range(len(rest) - part))   # garbage
+            m.data = keep
+            m.synced = bytearray(keep)
+
+    def after_cut(self):
+        """Power back: the medium as found (the files as power_cut() left them)."""
+        self.cut = False
+        self.cut_after_writes = None
+        return self
