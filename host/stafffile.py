@@ -80,7 +80,7 @@ def encode_png(staff, colour=False, effort=2):
         raw = pix.astype(np.uint8)
     bpp = (2 if staff.bits == 16 else 1) * (2 if has_alpha else 1)
     data = filter_rows(raw, bpp, choose=effort >= 1)
-    hdr_json = staffheader.dumps(staff.header()).encode("utf-8")
+    hdr_json = header_text(staff)
     out = [SIGNATURE,
            _chunk(b"IHDR", struct.pack(">IIBBBBB", staff.frames, staff.nrows, staff.bits, ctype, 0, 0, 0)),
            _chunk(b"zTXt", staffheader.KEYWORD.encode("latin-1") + b"\0\0" + _deflate(hdr_json, effort))]
@@ -89,6 +89,27 @@ def encode_png(staff, colour=False, effort=2):
     out.append(_chunk(b"IDAT", _deflate(data, effort)))
     out.append(_chunk(b"IEND", b""))
     return b"".join(out)
+
+
+def header_text(staff):
+    """The staff's compact header (version 2) as UTF-8 JSON: what the zTXt chunk deflates."""
+    from host.skeletoncode import dof_rows, encode_skeleton
+
+    h = staff.header()
+    code = encode_skeleton(staff.skeleton)
+    rows = dof_rows(_skeleton_object(staff.skeleton))
+    if rows is not None and code is not None and "bvh" in code:
+        # a BVH hierarchy's dof limits are derived again from the decoded motion: never "sk"
+        rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
+    c = staffheader.pack(h, dof_rows=rows, skeleton_code=code)
+    return staffheader.dumps_compact(c).encode("utf-8")
+
+
+def _skeleton_object(sk):
+    if isinstance(sk, dict):
+        from device.body.skeleton import Skeleton
+        return Skeleton.from_dict(sk)
+    return sk
 
 
 def write_staff(path, staff, colour=False, effort=2):
@@ -175,7 +196,7 @@ def decode_png(data, where="staff.png", skeleton_object=True):
     width, height, depth, ctype, _, _, interlace = ihdr
     if text is None:
         raise FormatError("%s: no motionstaff header (PNG text chunk %r)" % (where, staffheader.KEYWORD))
-    h = staffheader.loads(text, where="%s: header" % where)
+    h, sk_code = _header(text, where)
     if width * height > MAX_PIXELS:
         raise FormatError("%s: %d x %d pixels is more than the %d this reader accepts" % (where, height, width, MAX_PIXELS))
     if len(h["rows"]) != height:
@@ -191,12 +212,41 @@ def decode_png(data, where="staff.png", skeleton_object=True):
         raise FormatError("%s: no image data (IDAT)" % where)
     codes, missing = _pixels(data, ctype, depth, width, height, interlace, where)
     sk = h.get("skeleton")
-    if sk is not None and skeleton_object:
+    if sk_code is not None:
+        from host.skeletoncode import decode_skeleton
+        from host.staff import decode as decode_codes
+
+        values = None
+        if "bvh" in sk_code:
+            values = decode_codes(codes, [r["lo"] for r in h["rows"]], [r["hi"] for r in h["rows"]], h["bits"], missing)
+        sk = decode_skeleton(sk_code, values, where="%s: header: skeleton" % where)
+        if not skeleton_object:
+            sk = sk.to_dict()
+    elif sk is not None and skeleton_object:
         from device.body.skeleton import Skeleton
 
         sk = Skeleton.from_dict(sk, where="%s: header: skeleton" % where)
     meta = {"source": h.get("source", ""), "captured": h.get("captured", "")}
+    if h.get("max_error_mm") is not None:
+        meta["max_error_mm"] = h["max_error_mm"]
     return Staff.from_codes(codes, missing, h["rows"], h["fps"], h["bits"], sk, meta)
+
+
+def _header(text, where):
+    """(expanded header, skeleton code or None) of a staff file's header text (version 1 or 2)."""
+    c = staffheader.parse(text, where="%s: header" % where)
+    if c.get("version") != staffheader.COMPACT:
+        return staffheader.unpack(c, where="%s: header" % where), None
+    code = c.get("sk")
+    rows = None
+    if code is not None:
+        from host.skeletoncode import decode_skeleton, dof_rows
+
+        # names, units and wrap first (a BVH hierarchy's limits come with the decoded motion)
+        rows = dof_rows(decode_skeleton(code, None, where="%s: header: skeleton" % where))
+        if "bvh" in code:
+            rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
+    return staffheader.unpack(c, rows, where="%s: header" % where), code
 
 
 def _pixels(data, ctype, depth, width, height, interlace, where):
