@@ -267,7 +267,8 @@ class Staff:
         return staffheader.make(rows=[r.to_dict() for r in self.rows], fps=self.fps, bits=self.bits,
                                 frames=self.frames, skeleton=_skeleton_dict(self.skeleton),
                                 source=str(self.meta.get("source", "")),
-                                captured=str(self.meta.get("captured", "")))
+                                captured=str(self.meta.get("captured", "")),
+                                max_error_mm=self.meta.get("max_error_mm"))
 
     # --- derived staffs ----------------------------------------------------------------------
     def copy(self):
@@ -278,11 +279,24 @@ class Staff:
         """A copy stored at another bit depth (8 or 16); the values are unchanged."""
         levels(bits)
         st = self.copy()
+        if int(bits) != st.bits:
+            st.meta.pop("max_error_mm", None)      # a budget holds for the depth it was made at
         st.bits = int(bits)
         return st
 
-    def refit(self, ranges="fit", min_span=None):
-        """A copy with ranges fitted to the data ("fit") or from the skeleton ("skeleton")."""
+    def refit(self, ranges="fit", min_span=None, max_error_mm=None, bits=None):
+        """A copy with ranges fitted to the data ("fit"), from the skeleton ("skeleton"), or
+        ("budget") each row's step for max_error_mm at every joint and 3 cm point (host/budget.py;
+        8 bits when they hold it, else 16, unless bits is given)."""
+        meta = dict(self.meta)
+        meta.pop("max_error_mm", None)
+        if ranges == "budget":
+            from host.budget import budget_ranges
+
+            lo, hi, b = budget_ranges(self, max_error_mm, bits=bits)
+            rows = [r._replace(lo=float(a), hi=float(c)) for r, a, c in zip(self.rows, lo, hi)]
+            meta["max_error_mm"] = float(max_error_mm)
+            return Staff(self.values.copy(), rows, self.fps, b, self.skeleton, meta)
         if ranges == "fit":
             lo, hi = fit_ranges(self.values, self.bits, min_span)
         elif ranges == "skeleton":
@@ -294,9 +308,9 @@ class Staff:
                 sk = Skeleton.from_dict(sk)
             lo, hi = skeleton_ranges(sk, self.names)
         else:
-            raise ValueError("ranges must be 'fit' or 'skeleton', not %r" % (ranges,))
+            raise ValueError("ranges must be 'fit', 'skeleton' or 'budget', not %r" % (ranges,))
         rows = [r._replace(lo=float(a), hi=float(b)) for r, a, b in zip(self.rows, lo, hi)]
-        return Staff(self.values.copy(), rows, self.fps, self.bits, self.skeleton, dict(self.meta))
+        return Staff(self.values.copy(), rows, self.fps, self.bits, self.skeleton, meta)
 
     def __repr__(self):
         return "Staff(%d rows x %d frames, %g fps, %d bits)" % (self.nrows, self.frames, self.fps, self.bits)

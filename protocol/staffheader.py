@@ -5,8 +5,16 @@
                          fps=30.0, bits=8)
     text = staffheader.dumps(h); staffheader.loads(text) == h
 
-The same JSON sits in the PNG staff file (text chunk keyword KEYWORD), in the recording
-container and in the serial header packet. check() raises FormatError naming the bad field.
+The same JSON sits in the recording container and in the serial header packet. check() raises
+FormatError naming the bad field. The PNG staff file (text chunk keyword KEYWORD) holds the
+compact form, version 2 (pack / unpack): row names as a list, or a count when they are the
+skeleton's dofs; ranges as "lo" plus "step" (hi = lo + step * top) or "hi", or "ranges": "sk"
+when they are the skeleton's limits; units and wrap only where the skeleton does not give them;
+the skeleton as a reference the host resolves ("sk"); the error budget it was made with ("e",
+mm). Version 1 files (the expanded form) keep reading.
+
+    c = staffheader.pack(h, dof_rows=None, skeleton_code=None)   # compact dict
+    h2 = staffheader.unpack(c, dof_rows=None)                    # expanded again (== h's rows)
 """
 
 import json
@@ -14,13 +22,14 @@ import json
 from protocol.errors import FormatError
 
 FORMAT = "motionstaff"
-VERSION = 1
+VERSION = 1                 # the expanded form (container, serial header)
+COMPACT = 2                 # the compact form (PNG staff file)
 KEYWORD = "motionstaff"
 UNITS = ("deg", "rad", "m", "cm", "mm", "in", "cmu", "")
 
 
-def make(rows, fps=30.0, bits=8, frames=0, skeleton=None, source="", captured=""):
-    """A header dict with every field present."""
+def make(rows, fps=30.0, bits=8, frames=0, skeleton=None, source="", captured="", max_error_mm=None):
+    """A header dict with every field present (max_error_mm: the budget it was made with, if any)."""
     h = {
         "format": FORMAT,
         "version": VERSION,
@@ -32,6 +41,8 @@ def make(rows, fps=30.0, bits=8, frames=0, skeleton=None, source="", captured=""
         "source": source,
         "captured": captured,
     }
+    if max_error_mm is not None:
+        h["max_error_mm"] = float(max_error_mm)
     check(h)
     return h
 
@@ -90,6 +101,9 @@ def check(h, where="header"):
             raise FormatError("%s (%s): 'lo' and 'hi' must be finite numbers" % (at, name))
         if not hi > lo:
             raise FormatError("%s (%s): 'hi' (%r) must be greater than 'lo' (%r)" % (at, name, hi, lo))
+    e = h.get("max_error_mm")
+    if e is not None and (not _num(e) or e <= 0):
+        raise FormatError("%s: 'max_error_mm' must be a positive number" % where)
     sk = h.get("skeleton")
     if sk is not None and not isinstance(sk, dict):
         raise FormatError("%s: 'skeleton' must be an object or null" % where)
@@ -125,3 +139,157 @@ def loads(text, where="header"):
     except Exception:
         raise FormatError("%s: not valid JSON" % where)
     return check(h, where)
+
+
+# ------------------------------------------------------------------------------------------
+# the compact form (version 2)
+
+def _short(x):
+    """A float written as an int when it is one (JSON "120", not "120.0")."""
+    if x == int(x) and abs(x) < 1e15:
+        return int(x)
+    return x
+
+
+def pack(h, dof_rows=None, skeleton_code=None, top=None):
+    """The compact (version 2) dict of an expanded header h.
+
+    dof_rows: the skeleton's dofs as (name, unit, wrap, lo, hi) tuples, when it has one; what
+    they give is left out. skeleton_code: the skeleton as the host encodes it (a reference).
+    """
+    check(h)
+    rows = h["rows"]
+    top = (1 << h["bits"]) - 1
+    names = [r["name"] for r in rows]
+    c = {"format": FORMAT, "version": COMPACT, "fps": _short(h["fps"]), "bits": h["bits"],
+         "frames": h["frames"]}
+    same = dof_rows is not None and [d[0] for d in dof_rows] == names
+    c["rows"] = len(names) if same else names
+    units = [r.get("unit", "") for r in rows]
+    wraps = [1 if r.get("wrap") else 0 for r in rows]
+    if not (same and units == [d[1] for d in dof_rows]):
+        c["unit"] = units[0] if units == [units[0]] * len(units) else units
+    if not (same and wraps == [1 if d[2] else 0 for d in dof_rows]):
+        c["wrap"] = wraps[0] if wraps == [wraps[0]] * len(wraps) else wraps
+    los = [r["lo"] for r in rows]
+    his = [r["hi"] for r in rows]
+    if same and los == [float(d[3]) for d in dof_rows] and his == [float(d[4]) for d in dof_rows]:
+        c["ranges"] = "sk"
+    else:
+        c["lo"] = [_short(x) for x in los]
+        steps = []
+        for i in range(len(rows)):
+            s = (his[i] - los[i]) / top
+            s = float("%.6g" % s)
+            if los[i] + s * top != his[i]:
+                steps = None
+                break
+            steps.append(_short(s))
+        if steps is not None:
+            c["step"] = steps
+        else:
+            c["hi"] = [_short(x) for x in his]
+    if h.get("max_error_mm") is not None:
+        c["e"] = _short(h["max_error_mm"])
+    if skeleton_code is not None:
+        c["sk"] = skeleton_code
+    if h.get("source"):
+        c["source"] = h["source"]
+    if h.get("captured"):
+        c["captured"] = h["captured"]
+    return c
+
+
+def _list(c, key, n, where, kind):
+    v = c.get(key)
+    if not isinstance(v, list):
+        v = [v] * n
+    if len(v) != n:
+        raise FormatError("%s: '%s' has %d values for %d rows" % (where, key, len(v), n))
+    for x in v:
+        if not isinstance(x, kind) or isinstance(x, bool) and kind is not bool:
+            raise FormatError("%s: '%s' holds %r" % (where, key, x))
+    return v
+
+
+def unpack(c, dof_rows=None, where="header"):
+    """The expanded header of a compact (version 2) dict; dof_rows from its skeleton ("sk")."""
+    if not isinstance(c, dict):
+        raise FormatError("%s: not a JSON object" % where)
+    v = c.get("version")
+    if v != COMPACT:
+        if isinstance(v, int) and not isinstance(v, bool) and v > COMPACT:
+            raise FormatError("%s: unknown version %d (this reader knows 1..%d)" % (where, v, COMPACT))
+        return check(c, where)
+    rows = c.get("rows")
+    if isinstance(rows, int) and not isinstance(rows, bool):
+        if dof_rows is None or rows != len(dof_rows):
+            raise FormatError("%s: %d rows named by the skeleton, which has %s dofs"
+                              % (where, rows, "no" if dof_rows is None else len(dof_rows)))
+        names = [d[0] for d in dof_rows]
+    elif isinstance(rows, list) and rows:
+        names = rows
+        for x in names:
+            if not isinstance(x, str):
+                raise FormatError("%s: 'rows' must be names (strings)" % where)
+    else:
+        raise FormatError("%s: 'rows' must be a non-empty list of names or a count" % where)
+    n = len(names)
+    same = dof_rows is not None and [d[0] for d in dof_rows] == names
+    bits = c.get("bits")
+    if bits not in (8, 16):
+        raise FormatError("%s: 'bits' must be 8 or 16, not %r" % (where, bits))
+    top = (1 << bits) - 1
+    if "unit" in c or not same:
+        units = _list(c, "unit", n, where, str) if "unit" in c else [""] * n
+    else:
+        units = [d[1] for d in dof_rows]
+    if "wrap" in c or not same:
+        wraps = _list(c, "wrap", n, where, int) if "wrap" in c else [0] * n
+    else:
+        wraps = [d[2] for d in dof_rows]
+    num = (int, float)
+    if c.get("ranges") == "sk":
+        if not same:
+            raise FormatError("%s: 'ranges' are the skeleton's, but the rows are not its dofs" % where)
+        los = [float(d[3]) for d in dof_rows]
+        his = [float(d[4]) for d in dof_rows]
+    else:
+        los = [float(x) for x in _list(c, "lo", n, where, num)]
+        if "step" in c:
+            steps = [float(x) for x in _list(c, "step", n, where, num)]
+            # hi = lo + step * top: the same float operations as pack
+            his = [los[i] + steps[i] * top for i in range(n)]
+        else:
+            his = [float(x) for x in _list(c, "hi", n, where, num)]
+    h = {"format": c.get("format"), "version": VERSION, "fps": c.get("fps"), "bits": bits,
+         "frames": c.get("frames", 0),
+         "rows": [{"name": names[i], "unit": units[i], "lo": los[i], "hi": his[i], "wrap": bool(wraps[i])}
+                  for i in range(n)],
+         "skeleton": None, "source": c.get("source", ""), "captured": c.get("captured", "")}
+    if not isinstance(h["source"], str) or not isinstance(h["captured"], str):
+        raise FormatError("%s: 'source' and 'captured' must be strings" % where)
+    if "e" in c:
+        h["max_error_mm"] = c["e"]
+    return check(h, where)
+
+
+def parse(text, where="header"):
+    """The JSON object of header text (str or bytes), not yet checked."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except Exception:
+            raise FormatError("%s: not UTF-8 text" % where)
+    try:
+        d = json.loads(text)
+    except Exception:
+        raise FormatError("%s: not valid JSON" % where)
+    if not isinstance(d, dict):
+        raise FormatError("%s: not a JSON object" % where)
+    return d
+
+
+def dumps_compact(c):
+    """Compact JSON text of a compact dict, keys sorted (no spaces)."""
+    return _canon(c)

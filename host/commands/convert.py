@@ -1,8 +1,15 @@
 """`motionstaff convert SRC DST`: between motion formats, chosen by the files' extensions.
 
+    motionstaff convert walk.bvh walk.png                    # 8 bits, the default error budget
+    motionstaff convert walk.bvh walk.png --max-error-mm 0.1 # each row's step for 0.1 mm (8 or 16 bits)
     motionstaff convert walk.bvh walk.png --bits 8 --ranges fit
     motionstaff convert walk.png walk.bvh ; motionstaff convert walk.png walk.csv
     motionstaff convert walk.bvh walk_colour.png --colour
+
+A staff written from an import (BVH, CSV, C3D...) with neither --ranges, --max-error-mm nor
+--bits 16 gets the default budget: 8 bits, every joint and every point 3 cm from a bone within 1.5x the
+tightest bound an 8-bit staff of that motion can hold (host/budget.py; the file says the bound,
+`info` shows it). Without bone lengths (no skeleton) the ranges are fitted to the data.
 """
 
 import os
@@ -16,24 +23,43 @@ def add_arguments(p):
     p.add_argument("src", help="input motion file")
     p.add_argument("dst", help="output motion file")
     p.add_argument("--bits", type=int, choices=(8, 16), help="staff bit depth (default: the source's, or 8)")
-    p.add_argument("--ranges", choices=("fit", "skeleton"),
-                   help="row ranges: fitted to the data, or the skeleton's dof limits "
-                        "(default: kept for a staff, fitted for an import)")
+    p.add_argument("--ranges", choices=("fit", "skeleton", "budget"),
+                   help="row ranges: fitted to the data, the skeleton's dof limits, or steps for an error "
+                        "budget (default: kept for a staff, the default budget for an import)")
+    p.add_argument("--max-error-mm", type=float, metavar="E",
+                   help="each row's step so every joint and every point 3 cm from a bone stays within E mm "
+                        "(8 bits when they hold it, else 16; with --bits, that depth or an error)")
     p.add_argument("--colour", "--color", action="store_true",
                    help="8-bit PNG: store as a palette PNG whose palette is a colour map")
     p.add_argument("--units", choices=("m", "cm", "mm", "in"),
                    help="BVH length units (default: guessed from the body's size)")
 
 
-def convert(src, dst, bits=None, ranges=None, colour=False, units=None):
+def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_error_mm=None):
     """Read src, re-range / re-depth as asked, write dst; returns the Staff written."""
     if os.path.abspath(src) == os.path.abspath(dst):
         raise ValueError("%s: source and destination are the same file" % dst)
-    staff = read_motion(src, bits=bits, units=units, ranges=ranges)
-    if bits is not None and bits != staff.bits:
-        staff = staff.with_bits(bits)
-    if ranges is not None:
-        staff = staff.refit(ranges)
+    if max_error_mm is not None and not (max_error_mm > 0 and max_error_mm < float("inf")):
+        raise ValueError("--max-error-mm must be a positive number of millimetres, not %r" % max_error_mm)
+    if max_error_mm is not None and ranges not in (None, "budget"):
+        raise ValueError("--max-error-mm sets the ranges; it cannot go with --ranges %s" % ranges)
+    if ranges == "budget" and max_error_mm is None:
+        raise ValueError("--ranges budget needs --max-error-mm E")
+    from_staff = extension(src) == ".png"
+    staff = read_motion(src, bits=bits, units=units, ranges=None if ranges == "budget" else ranges)
+    if max_error_mm is None and ranges is None and bits in (None, 8) and not from_staff and extension(dst) == ".png":
+        from host.budget import default_budget_mm
+
+        max_error_mm = default_budget_mm(staff)
+        if max_error_mm is not None:
+            staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits or 8)
+    elif max_error_mm is not None:
+        staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits)
+    else:
+        if bits is not None and bits != staff.bits:
+            staff = staff.with_bits(bits)
+        if ranges is not None:
+            staff = staff.refit(ranges)
     opts = {"units": units}
     if extension(dst) == ".png":
         opts["colour"] = colour
@@ -44,7 +70,9 @@ def convert(src, dst, bits=None, ranges=None, colour=False, units=None):
 
 
 def run(args):
-    st = convert(args.src, args.dst, args.bits, args.ranges, args.colour, args.units)
-    print("%s: %d rows x %d frames, %g fps, %d bits, %d bytes"
-          % (args.dst, st.nrows, st.frames, st.fps, st.bits, os.path.getsize(args.dst)))
+    st = convert(args.src, args.dst, args.bits, args.ranges, args.colour, args.units, args.max_error_mm)
+    bound = st.meta.get("max_error_mm")
+    print("%s: %d rows x %d frames, %g fps, %d bits, %d bytes%s"
+          % (args.dst, st.nrows, st.frames, st.fps, st.bits, os.path.getsize(args.dst),
+             "" if bound is None else ", every joint and 3 cm point within %g mm" % bound))
     return 0

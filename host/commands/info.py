@@ -1,4 +1,7 @@
-"""`motionstaff info FILE [--json]`: what a motion file holds (frames, rate, depth, rows, ranges).
+"""`motionstaff info FILE [--json]`: what a motion file holds (frames, rate, depth, rows, ranges, bounds).
+
+Each row's +- is its exact bound (half a step); a staff made with an error budget also shows the
+budget (mm at every joint and every point 3 cm from a bone).
 
     motionstaff info walk.png
     motionstaff info walk.bvh --json | python -m json.tool
@@ -27,6 +30,7 @@ def describe(path):
         "frames": st.frames, "fps": st.fps, "bits": st.bits, "duration_s": st.duration_s,
         "missing": int(st.codes()[1].sum()),
         "source": st.meta.get("source", ""), "captured": st.meta.get("captured", ""),
+        "max_error_mm": st.meta.get("max_error_mm"),
         "skeleton": None if sk is None else {"name": getattr(sk, "name", ""), "links": sk.nlinks, "dofs": sk.ndof},
         "rows": [{"name": r.name, "unit": r.unit, "lo": r.lo, "hi": r.hi, "wrap": r.wrap,
                   "max_error": float(e)} for r, e in zip(st.rows, err)],
@@ -43,6 +47,9 @@ def run(args):
           % (d["file"], d["frames"], d["fps"], d["duration_s"], d["bits"], len(d["rows"]), d["missing"]))
     if sk:
         print("skeleton %r: %d links, %d dofs" % (sk["name"], sk["links"], sk["dofs"]))
+    if d["max_error_mm"] is not None:
+        print("made with --max-error-mm %g: every joint and every point 3 cm from a bone within %g mm"
+              % (d["max_error_mm"], d["max_error_mm"]))
     w = max(len(r["name"]) for r in d["rows"])
     for r in d["rows"]:
         print("  %-*s %-4s [%12.6g, %12.6g]  +-%.3g" % (w, r["name"], r["unit"], r["lo"], r["hi"], r["max_error"]))

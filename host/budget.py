@@ -1,0 +1,248 @@
+"""Precision by error budget: each row's step so every joint, and a point 3 cm from every bone, stays within E.
+
+    from host.budget import budget_ranges
+    lo, hi, bits = budget_ranges(staff, max_error_mm=1.0)      # bits: 8 if 8 bits hold it, else 16
+    staff_bounds_mm(staff.skeleton, staff.names, staff.max_error(), staff.values)  # the bound per link
+
+The bound (ACL's metric: virtual points at `shell_mm` from every bone, plus the joints): decoding
+moves row k by at most e_k (half a step). Telescoping the chain of link transforms from the root
+to link j, the error of any point p of link j is at most the sum, over the dofs k above it, of
+the displacement that dof's own error causes with every other dof at its decoded value:
+
+    rotation k by d_k (rad) about its joint:  |R(d_k) q - q| = 2 |q_perp| sin(d_k / 2) <= d_k |q|
+    translation k by e_k (m) along its axis:  e_k
+
+and |q|, the distance from dof k's joint to p, is at most a_kj = the sum of the bone lengths
+(offsets, plus the largest value of any translation dof on the way) from k's link down to j, plus
+`shell_mm`. So  err_j <= sum_k a_kj e_k  (a_kj = 1 for translations), whatever the pose: a
+conservative bound, which tests check by forward kinematics on the decoded file.
+
+The budget is shared along each chain: with W_j the number of free rows above link j,
+e_k = min_j (E - fixed_j) / (a_kj W_j), which meets every link's constraint. Rows whose half
+span fits inside their share are stored as a constant (error = their half span, charged as
+fixed); rows that the bit depth cannot span at that step (span / (2 * (top - 0.5))) are charged
+their smallest possible error as fixed, and the rest is shared again.
+"""
+
+import math
+
+import numpy as np
+
+from protocol.errors import FormatError
+
+SHELL_MM = 30.0                       # ACL's virtual points: 3 cm from every bone
+DEFAULT_FACTOR = 1.5                  # the import default: 1.5 x the tightest bound 8 bits hold
+
+
+def _skeleton(staff_or_sk):
+    sk = getattr(staff_or_sk, "skeleton", staff_or_sk)
+    if isinstance(sk, dict):
+        from device.body.skeleton import Skeleton
+
+        sk = Skeleton.from_dict(sk)
+    return sk
+
+
+def lever_arms_mm(skeleton, names, values, shell_mm=SHELL_MM):
+    """(rows, links) a_kj: mm of error at link j's points per unit (rad / m) of error in row k.
+
+    values (rows, frames) give each translation's largest magnitude (it lengthens the bones
+    below it). FormatError if a row has no dof or the skeleton has no lengths for the metric.
+    """
+    if skeleton is None:
+        raise FormatError("--max-error-mm: this staff has no skeleton, so there are no bone lengths "
+                          "to carry an error budget")
+    rows = []
+    for n in names:
+        try:
+            rows.append(skeleton.dof_index(n))
+        except KeyError:
+            raise FormatError("--max-error-mm: row %r is not a dof of skeleton %r" % (n, skeleton.name)) from None
+    L = skeleton.nlinks
+    off_mm = np.array([np.linalg.norm(ln.offset) for ln in skeleton.links]) * 1000.0
+    v = np.asarray(values, dtype=np.float64)
+    trans_mm = np.zeros(L)
+    for k, j in enumerate(rows):
+        d = skeleton.dofs[j]
+        if d.kind == "translation" and v.shape[1]:
+            big = np.nanmax(np.abs(v[k])) if np.isfinite(v[k]).any() else 0.0
+            trans_mm[d.link] += big * d.scale * 1000.0
+    if not ((off_mm > 0).any() or (trans_mm > 0).any()):
+        raise FormatError("--max-error-mm: skeleton %r has no bone lengths (every offset and "
+                          "translation is 0)" % skeleton.name)
+    # reach[i, j]: the longest a point of link j can be from link i's joint (j in i's subtree)
+    reach = np.full((L, L), -1.0)
+    for j in range(L):
+        reach[j, j] = trans_mm[j]
+        i, acc = j, trans_mm[j]
+        while skeleton.links[i].parent >= 0:
+            acc += off_mm[i]
+            i = skeleton.links[i].parent
+            reach[i, j] = acc + trans_mm[i]
+    a = np.zeros((len(rows), L))
+    for k, j in enumerate(rows):
+        d = skeleton.dofs[j]
+        below = reach[d.link] >= 0
+        if d.kind == "rotation":
+            a[k, below] = (reach[d.link, below] + shell_mm) * d.scale
+        else:
+            a[k, below] = d.scale * 1000.0
+    return a
+
+
+def _half_spans(values):
+    v = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(v)
+    lo = np.where(ok, v, np.inf).min(axis=1) if v.shape[1] else np.zeros(v.shape[0])
+    hi = np.where(ok, v, -np.inf).max(axis=1) if v.shape[1] else np.zeros(v.shape[0])
+    empty = ~ok.any(axis=1)
+    lo[empty] = 0.0
+    hi[empty] = 0.0
+    return lo, hi
+
+
+CONST_STEP = 1e-9                     # the step of a row that never moves: its value, exactly
+
+
+def _sig(x, digits, up):
+    """x rounded down (up=False) or up to `digits` significant digits: a short number in the header."""
+    q = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    n = math.ceil(x / q - 1e-9) if up else math.floor(x / q + 1e-9)
+    s = float("%.*g" % (digits + 1, n * q))
+    while (s < x) if up else (s > x):
+        n += 1 if up else -1
+        s = float("%.*g" % (digits + 1, n * q))
+    return s
+
+
+def _steps_for(span, share, bits):
+    """Per row: (step, mode) for an error share (row units); mode 0 constant, 1 coded, 2 forced."""
+    top = (1 << bits) - 1
+    if span <= 0.0:
+        return CONST_STEP, 0
+    mid = _sig(span * 1.25, 2, True)                  # one code holds the whole row (|v - lo| < 0.4 step)
+    if mid / 2.0 <= share:
+        return mid, 0
+    finest = _sig(span / (top - 1.0), 2, True)        # the depth spans the row: span <= (top - 0.1) step
+    if share * 2.0 < finest:
+        return finest, 2
+    return max(_sig(2.0 * share, 2, False), finest), 1
+
+
+def _steps_at(scale, g, span, bits):
+    out = [_steps_for(float(x), float(scale * gk), bits) for x, gk in zip(span, g)]
+    return np.array([o[0] for o in out]), np.array([o[1] for o in out])
+
+
+def allocate(a, span, max_error_mm, bits):
+    """Per-row steps (row units) with a @ (step / 2) <= E at every link, or None if bits cannot.
+
+    Each row's share is scale * g_k, g_k = min_j 1 / (a_kj W_j) (W_j: rows above link j still
+    coded, not constant or at the depth's finest step); the largest scale that meets E is found
+    by bisection (the bound grows with the scale), then W is recounted and the search repeated.
+    """
+    nrows = a.shape[0]
+    if nrows == 0:
+        return np.zeros(0)
+    coded = np.ones(nrows, bool)
+    best = None
+    for _ in range(3):
+        w = np.maximum((a[coded] > 0).sum(axis=0), 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = np.where(a > 0, 1.0 / (a * w), np.inf).min(axis=1)
+        g[~np.isfinite(g)] = 1e300 / max(1, nrows)
+        lo_s, hi_s = 0.0, max_error_mm
+        step, mode = _steps_at(lo_s, g, span, bits)
+        if (a.T @ (step / 2.0) > max_error_mm).any():
+            return None
+        for _ in range(60):
+            mid = (lo_s + hi_s) / 2.0
+            st, md = _steps_at(mid, g, span, bits)
+            if (a.T @ (st / 2.0) <= max_error_mm).all():
+                lo_s, step, mode = mid, st, md
+            else:
+                hi_s = mid
+            if hi_s - lo_s <= 1e-4 * hi_s:
+                break
+        if best is None or (step >= best).all():
+            best = step
+        coded = mode == 1
+        if not coded.any():
+            break
+    return best
+
+
+def ranges_for(lo_v, hi_v, step, bits):
+    """Per-row lo (a multiple of step / 10 at or below the data) and hi = lo + top * step."""
+    top = (1 << bits) - 1
+    lo = np.empty_like(step)
+    for k in range(len(step)):
+        a, b, s = float(lo_v[k]), float(hi_v[k]), float(step[k])
+        if b - a <= 0.0:
+            lo[k] = a
+        elif s >= 1.25 * (b - a) * (1 - 1e-9):
+            # one code: lo within 0.4 step of every value
+            lo[k] = _short((a + b) / 2.0, s / 100.0, b - 0.4 * s, a + 0.4 * s)
+        else:
+            lo[k] = _short(a, s / 10.0, a - s / 10.0, a)
+    return lo, lo + top * step
+
+
+def _short(x, q, floor_ok, ceil_ok):
+    """A short decimal in [floor_ok, ceil_ok] near x (x rounded down to a multiple of q)."""
+    d = max(0, -int(math.floor(math.log10(q))))
+    n = math.floor(x / q)
+    v = float("%.*f" % (d, n * q))
+    while v > ceil_ok:
+        n -= 1
+        v = float("%.*f" % (d, n * q))
+    return v if floor_ok <= v <= ceil_ok else x
+
+
+def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
+    """(lo, hi, bits) so the staff meets max_error_mm (8 bits when they can, else 16).
+
+    bits given: that depth or FormatError; FormatError too if 16 bits cannot meet it.
+    """
+    if not (max_error_mm > 0 and math.isfinite(max_error_mm)):
+        raise ValueError("--max-error-mm must be a positive number of millimetres, not %r" % (max_error_mm,))
+    sk = _skeleton(staff)
+    a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
+    lo_v, hi_v = _half_spans(staff.values)
+    for b in ((bits,) if bits else (8, 16)):
+        # a millionth kept back: the float arithmetic of encode/decode adds a few ulps per row
+        step = allocate(a, hi_v - lo_v, max_error_mm * (1 - 1e-6), b)
+        if step is not None:
+            lo, hi = ranges_for(lo_v, hi_v, step, b)
+            return lo, hi, b
+    need = min_budget_mm(staff, bits or 16, shell_mm)
+    raise FormatError("--max-error-mm %g cannot be met at %d bits (this staff needs at least %.3g mm there)"
+                      % (max_error_mm, bits or 16, need))
+
+
+def min_budget_mm(staff, bits, shell_mm=SHELL_MM):
+    """The smallest budget a depth can meet: every moving row at its finest step."""
+    sk = _skeleton(staff)
+    a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
+    lo_v, hi_v = _half_spans(staff.values)
+    finest = np.array([_steps_for(float(x), 0.0, bits)[0] for x in hi_v - lo_v])
+    return float((a.T @ (finest / 2.0)).max())
+
+
+def bound_mm(staff, shell_mm=SHELL_MM):
+    """(links,) the guaranteed error (mm) at each link's joint and 3 cm points for the staff's ranges."""
+    sk = _skeleton(staff)
+    a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
+    return a.T @ staff.max_error()
+
+
+def default_budget_mm(staff):
+    """The budget an 8-bit import gets by default: DEFAULT_FACTOR x the tightest one 8 bits
+    can meet (rounded up to 2 significant digits), or None without bone lengths to carry it."""
+    try:
+        need = min_budget_mm(staff, 8)
+    except FormatError:
+        return None
+    if not need > 0:
+        return None
+    return _sig(need * DEFAULT_FACTOR, 2, True)

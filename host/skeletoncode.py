@@ -1,0 +1,203 @@
+"""A staff header's skeleton, compactly: a built-in body by name and hash, a BVH hierarchy, or short JSON.
+
+    from host.skeletoncode import encode_skeleton, decode_skeleton, dof_rows
+    code = encode_skeleton(human_model())      # {"body": "human48", "mass_kg": 75, "height_m": 1.75, "sha": "1f2e..."}
+    sk = decode_skeleton(code)                 # FormatError if no known body has that hash
+    code = encode_skeleton(bvh_skeleton)       # {"bvh": [[name, parent, [x, y, z], "XYZzxy"], ...], ...}
+    sk = decode_skeleton(code, values)         # the dof ranges come from the decoded values
+
+Three forms, smallest first:
+- built-in bodies (BODIES: the human model of device/body/human.py, fixed or floating) are
+  rebuilt from their name and arguments, and the first 8 hex digits of the SHA-256 of the
+  rebuilt skeleton's canonical JSON must match the header's: a body this reader does not know
+  (or knows differently) is one FormatError naming it.
+- a skeleton derived from a BVH hierarchy (host/bvhskeleton.py) is stored as that hierarchy:
+  joint names, parents, offsets in the file's units (6 significant digits, what a BVH file
+  prints) and channels ("X".."Z" positions, "x".."z" rotations); masses, inertias and dof limits
+  are derived again on reading (limits from the decoded motion), as on import.
+- any other skeleton: its JSON with the loader's defaults left out and numbers rounded to 6
+  significant digits (micrometres on a metre).
+"""
+
+import hashlib
+import json
+
+import numpy as np
+
+from protocol.errors import FormatError
+
+
+def _human(mass_kg=75.0, height_m=1.75):
+    from device.body.human import human_model
+    return human_model(mass_kg=float(mass_kg), height_m=float(height_m))
+
+
+def _human_floating(mass_kg=75.0, height_m=1.75):
+    from device.body.human import human_model
+    return human_model(mass_kg=float(mass_kg), height_m=float(height_m), floating=True)
+
+
+# name -> (factory(**args), the meta keys that are its arguments)
+BODIES = {
+    "human48": (_human, ("mass_kg", "height_m")),
+    "human54-floating": (_human_floating, ("mass_kg", "height_m")),
+}
+
+
+def register_body(name, factory, args=()):
+    """Make a body known by name (factory(**args) -> Skeleton; args: meta keys it takes)."""
+    BODIES[name] = (factory, tuple(args))
+
+
+def skeleton_hash(sk):
+    """8 hex digits of the SHA-256 of a skeleton's canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(sk.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def _short(x):
+    x = float("%.6g" % x)
+    return int(x) if x == int(x) and abs(x) < 1e15 else x
+
+
+def _round(v):
+    if isinstance(v, float):
+        return _short(v)
+    if isinstance(v, list):
+        return [_round(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _round(x) for k, x in v.items()}
+    return v
+
+
+def _as_skeleton(sk):
+    if isinstance(sk, dict):
+        from device.body.skeleton import Skeleton
+        return Skeleton.from_dict(sk)
+    return sk
+
+
+def encode_skeleton(sk):
+    """The compact header form of a Skeleton (or skeleton dict); None stays None."""
+    if sk is None:
+        return None
+    sk = _as_skeleton(sk)
+    body = BODIES.get(sk.name)
+    if body is not None:
+        factory, keys = body
+        args = {k: sk.meta[k] for k in keys if k in sk.meta}
+        try:
+            same = skeleton_hash(factory(**args)) == skeleton_hash(sk)
+        except (TypeError, ValueError):
+            same = False
+        if same:
+            code = {"body": sk.name, "sha": skeleton_hash(sk)}
+            code.update({k: _short(v) for k, v in args.items()})
+            return code
+    meta = sk.meta if isinstance(sk.meta, dict) else {}
+    if "bvh_units" in meta and "bvh_offsets" in meta:
+        code = _bvh_code(sk)
+        if code is not None:
+            return code
+    from host.staff import _skeleton_dict
+
+    d = _skeleton_dict(sk)
+    d.pop("format", None)
+    d.pop("version", None)
+    return {"json": _round(d)}
+
+
+def _bvh_code(sk):
+    from host.bvhskeleton import skeleton_hierarchy
+
+    try:
+        joints, columns, _, _, units = skeleton_hierarchy(sk, sk.dof_names)
+    except FormatError:
+        return None
+    if columns != list(range(sk.ndof)):
+        return None
+    out = []
+    for j in joints:
+        ch = "".join(c[0] if c.endswith("position") else c[0].lower() for c in j.channels)
+        out.append([j.name, j.parent, [_short(x) for x in j.offset], ch]
+                   + [[_short(x) for x in e] for e in j.end_sites])
+    return {"bvh": out, "units": units, "name": sk.name}
+
+
+def decode_skeleton(code, values=None, where="header: skeleton"):
+    """The Skeleton of a header's skeleton code (values (rows, frames) for a BVH hierarchy)."""
+    if code is None:
+        return None
+    if not isinstance(code, dict):
+        raise FormatError("%s: must be an object" % where)
+    from device.body.skeleton import Skeleton
+
+    if "body" in code:
+        name = code["body"]
+        body = BODIES.get(name) if isinstance(name, str) else None
+        if body is None:
+            raise FormatError("%s: body %r (hash %s) is not one this reader knows (%s)"
+                              % (where, name, code.get("sha"), ", ".join(sorted(BODIES))))
+        factory, keys = body
+        args = {k: code[k] for k in keys if k in code}
+        try:
+            sk = factory(**args)
+        except (TypeError, ValueError) as e:
+            raise FormatError("%s: body %r cannot be built from %r (%s)" % (where, name, args, e)) from None
+        if skeleton_hash(sk) != code.get("sha"):
+            raise FormatError("%s: body %r with hash %s matches no known body (this reader's %r is %s)"
+                              % (where, name, code.get("sha"), name, skeleton_hash(sk)))
+        return sk
+    if "bvh" in code:
+        return _from_bvh(code, values, where)
+    if "json" in code:
+        return Skeleton.from_dict(code["json"], where=where)
+    return Skeleton.from_dict(code, where=where)
+
+
+def _from_bvh(code, values, where):
+    from device.body.skeleton import LENGTH_UNITS
+    from host.bvh import Joint
+    from host.bvhskeleton import build_skeleton
+
+    units = code.get("units")
+    if units not in LENGTH_UNITS:
+        raise FormatError("%s: BVH units %r are not one of %s" % (where, units, "/".join(LENGTH_UNITS)))
+    items = code.get("bvh")
+    if not isinstance(items, list) or not items:
+        raise FormatError("%s: 'bvh' must be a non-empty list of joints" % where)
+    joints = []
+    for i, e in enumerate(items):
+        try:
+            name, parent, off, ch = e[0], e[1], e[2], e[3]
+            ok = (isinstance(name, str) and name and isinstance(parent, int) and -1 <= parent < i
+                  and (parent >= 0) == (i > 0) and isinstance(ch, str) and len(ch) <= 6)
+            off = np.array(off, float).reshape(3)
+            ends = [np.array(x, float).reshape(3) for x in e[4:]]
+        except (TypeError, ValueError, IndexError):
+            ok = False
+        if not ok or not np.isfinite(off).all() or not all(np.isfinite(x).all() for x in ends):
+            raise FormatError("%s: bvh[%d] is not [name, parent, [x, y, z], channels, end sites...]" % (where, i))
+        chans = []
+        for c in ch:
+            if c not in "XYZxyz":
+                raise FormatError("%s: bvh[%d]: channel %r is not one of XYZxyz" % (where, i, c))
+            chans.append(c.upper() + ("position" if c.isupper() else "rotation"))
+        j = Joint(name, parent, off, chans)
+        j.end_sites = ends
+        joints.append(j)
+    nch = sum(len(j.channels) for j in joints)
+    if values is not None and len(values) != nch:
+        raise FormatError("%s: the hierarchy has %d channels but the staff %d rows" % (where, nch, len(values)))
+    name = code.get("name", "bvh")
+    try:
+        return build_skeleton(joints, units, values, name=name if isinstance(name, str) else "bvh")
+    except FormatError as e:
+        raise FormatError("%s: %s" % (where, e)) from None
+
+
+def dof_rows(sk):
+    """(name, unit, wrap, lo, hi) per dof: what a compact header leaves to the skeleton."""
+    if sk is None:
+        return None
+    return [(d.name, d.unit, d.kind == "rotation", d.lo, d.hi) for d in sk.dofs]
