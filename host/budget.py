@@ -120,7 +120,7 @@ def _steps_for(span, share, bits):
     top = (1 << bits) - 1
     if span <= 0.0:
         return CONST_STEP, 0
-    mid = _sig(span * 1.25, 2, True)                  # one code holds the whole row (|v - lo| < 0.4 step)
+    mid = _sig(span * 1.5, 2, True)                   # one code holds the whole row (|v - lo| < 0.4 step)
     if mid / 2.0 <= share:
         return mid, 0
     finest = _sig(span / (top - 1.0), 2, True)        # the depth spans the row: span <= (top - 0.1) step
@@ -180,7 +180,7 @@ def ranges_for(lo_v, hi_v, step, bits):
         a, b, s = float(lo_v[k]), float(hi_v[k]), float(step[k])
         if b - a <= 0.0:
             lo[k] = a
-        elif s >= 1.25 * (b - a) * (1 - 1e-9):
+        elif s >= 1.5 * (b - a) * (1 - 1e-9):
             # one code: lo within 0.4 step of every value
             lo[k] = _short((a + b) / 2.0, s / 100.0, b - 0.4 * s, a + 0.4 * s)
         else:
