@@ -170,3 +170,19 @@ def test_compact_header_bad_fields():
             change(bad)
             with pytest.raises(FormatError, match=msg):
                 staffheader.unpack(bad)
+
+
+def test_scaled_body_with_own_markers_is_a_reference():
+    from device.body.skeleton import Feature, Skeleton
+    from host.skeletoncode import decode_skeleton, encode_skeleton
+
+    sk = human_model(height_m=1.4231234567, floating=True)
+    feats = sk.features[:10] + [Feature("LASI", sk.link_index("pelvis"), "marker", (0.1, 0.12, 0.01))]
+    sk2 = Skeleton(sk.links, sk.dofs, feats, name=sk.name, gravity=sk.gravity, meta=sk.meta)
+    code = encode_skeleton(sk2)
+    assert code["body"] == "human54-floating" and code["height_m"] == 1.4231234567
+    assert code["features"][:10] == [f.name for f in sk.features[:10]]
+    back = decode_skeleton(json.loads(json.dumps(code)))
+    assert back.to_dict()["links"] == sk2.to_dict()["links"]
+    assert [f.name for f in back.features] == [f.name for f in feats]
+    assert np.allclose([f.position for f in back.features], [f.position for f in feats], atol=1e-6)
