@@ -55,8 +55,10 @@ def pillow_png(codes):
 
 def jxl_bytes(codes):
     """JPEG XL lossless (imagecodecs, effort 9) of the same codes, no header: the image-codec anchor."""
-    import imagecodecs
-
+    try:
+        import imagecodecs
+    except ImportError:
+        return 0
     if not imagecodecs.JPEGXL.available:
         return 0
     return len(imagecodecs.jpegxl_encode(codes, lossless=True, effort=9))
