@@ -186,3 +186,42 @@ def test_scaled_body_with_own_markers_is_a_reference():
     assert back.to_dict()["links"] == sk2.to_dict()["links"]
     assert [f.name for f in back.features] == [f.name for f in feats]
     assert np.allclose([f.position for f in back.features], [f.position for f in feats], atol=1e-6)
+
+
+def test_bvh_budget_holds_by_forward_kinematics():
+    staff = read_bvh(CLIP)                       # root: 3 translations, then 3 rotations
+    for e_mm in (min_budget_mm(staff, 16) * 3, min_budget_mm(staff, 8) * 1.5):
+        back = decode_png(encode_png(staff.refit("budget", max_error_mm=e_mm), effort=0))
+        bound = bound_mm(back)
+        assert bound.max() <= e_mm
+        fk = _fk_error_mm(staff.skeleton, staff.values, back.values)
+        assert (fk <= bound * (1 + 1e-6) + 1e-9).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10 ** 6), st.floats(0.05, 20.0), st.booleans())
+def test_translation_after_a_rotation_is_a_lever(seed, e_mm, before):
+    """A link that rotates then slides along its turned axis (or slides first): the bound holds."""
+    from device.body.skeleton import Dof, Link, Skeleton
+
+    links = [Link("base", -1, (0, 0, 0)), Link("arm", 0, (0.3, 0, 0)), Link("tip", 1, (0.2, 0.05, 0))]
+    rot = [Dof("base.rz", 0, "rotation", (0, 0, 1), -180, 180), Dof("arm.ry", 1, "rotation", (0, 1, 0), -90, 90)]
+    slide = Dof("base.tx", 0, "translation", (1, 0, 0), -2, 2)
+    dofs = ([slide] + rot) if before else ([rot[0], slide, rot[1]])
+    sk = Skeleton(links, dofs, name="slider")
+    rng = np.random.default_rng(seed)
+    frames = 40
+    v = np.empty((3, frames))
+    for k, d in enumerate(sk.dofs):
+        walk = np.cumsum(rng.normal(0, 1, frames))
+        v[k] = np.clip(walk * (0.05 if d.kind == "translation" else 8.0), d.lo, d.hi)
+    rows = [Row(d.name, d.unit, d.lo, d.hi, d.kind == "rotation") for d in sk.dofs]
+    staff = Staff(v, rows, fps=30.0, bits=8, skeleton=sk)
+    try:
+        b = staff.refit("budget", max_error_mm=e_mm)
+    except FormatError:
+        return
+    q = b.quantised()
+    bound = bound_mm(q)
+    assert bound.max() <= e_mm
+    assert (_fk_error_mm(sk, staff.values, q.values) <= bound * (1 + 1e-6) + 1e-9).all()
