@@ -239,7 +239,6 @@ def acl_table(rows):
 def builtin_header():
     """Header bytes of staffs on the built-in human48 body (skeleton ranges, and a 1 mm budget)."""
     from device.body.human import human_model
-    from device.body.kinematics import forward_kinematics  # noqa: F401  (the budget uses its chain)
 
     sk = human_model()
     rng = np.random.default_rng(3)
@@ -302,7 +301,7 @@ def main(argv=None):
     parts = ["# Staff compression benchmark", "",
              "Output of `.venv/bin/python benchmarks/compression.py%s` (%s, effort %d: %s)." % (
                  " --quick" if args.quick else "", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), effort,
-                 "zopfli below 1 MiB" if effort >= 2 else "zlib -9 filtered"),
+                 "zopfli below 256 KiB" if effort >= 2 else "zlib -9 filtered"),
              "Real recordings: the CMU clips (120 fps; 05_20-daz and 05_20-mb are one CMU take in two rigs) and",
              "the Bandai-Namco clips (30 fps) in ../shared/data/bvh. Ratios are gzip -9 BVH bytes over the other",
              "file's bytes (bigger is better); the PNG includes its header (the zTXt chunk, also listed). Pillow",
@@ -327,7 +326,7 @@ def main(argv=None):
         parts += ["## One hour of 48-dof 8-bit staff at 30 fps (%d frames; goals: encode under 2 s, decode under 1 s)"
                   % h["frames"], "",
                   "| step | wall s | CPU s |", "|---|---|---|",
-                  "| encode angles -> PNG (%d bytes; write_staff default: zlib 6 filtered above 1 MiB) | %.3f | %.3f |"
+                  "| encode angles -> PNG (%d bytes; write_staff default: zlib 6, filtered strategy, above 1 MiB) | %.3f | %.3f |"
                   % (h["png"], h["t_enc"], h["cpu_enc"]),
                   "| PNG file -> Staff of angles (read_staff path: inflate, unfilter, decode) | %.3f | %.3f |"
                   % (h["t_dec"], h["cpu_dec"]),

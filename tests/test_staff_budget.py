@@ -129,7 +129,8 @@ def test_unknown_body_hash_is_one_line():
     h["sk"]["sha"] = "00000000"
     from tests.test_staff_file import _with_header
 
-    with pytest.raises(FormatError, match="bad.png: header: skeleton: body 'human48' with hash 00000000 matches no known body"):
+    with pytest.raises(FormatError, match="bad.png: header: skeleton: body 'human48' with hash 00000000 "
+                                          "matches no known body"):
         decode_png(_with_header(png, json.dumps(h)), "bad.png")
     h["sk"]["body"] = "robot9000"
     with pytest.raises(FormatError, match="body 'robot9000'.*not one this reader knows"):
