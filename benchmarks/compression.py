@@ -55,8 +55,10 @@ def pillow_png(codes):
 
 def jxl_bytes(codes):
     """JPEG XL lossless (imagecodecs, effort 9) of the same codes, no header: the image-codec anchor."""
-    import imagecodecs
-
+    try:
+        import imagecodecs
+    except ImportError:
+        return 0
     if not imagecodecs.JPEGXL.available:
         return 0
     return len(imagecodecs.jpegxl_encode(codes, lossless=True, effort=9))
@@ -110,26 +112,6 @@ def clip_rows(path, effort):
                 "unit": st.rows[0].unit if not rot[0] else "",
                 "ee_rms": ee[0], "ee_max": ee[1], "t_enc": t_enc, "t_dec": t_dec})
     return out
-
-
-def hour_decode():
-    """One hour of 48-dof 8-bit staff at 30 fps: PNG -> angles, against parsing BVH text."""
-    rng = np.random.default_rng(7)
-    frames, nrows = 30 * 3600, 48
-    walk = np.cumsum(rng.normal(0.0, 0.6, size=(nrows, frames)), axis=1)
-    walk = 60.0 * np.sin(walk / 40.0)
-    rows = [Row("dof%02d" % i, "deg", -90.0, 90.0, True) for i in range(nrows)]
-    st = Staff(walk, rows, fps=30.0, bits=8)
-    png, t_enc = timed(encode_png, st, effort=1)
-    back, t_dec = timed(decode_png, png)
-    codes = st.codes()[0]
-    from host.staff import decode as decode_codes
-
-    _, t_codes = timed(decode_codes, codes, st.lo, st.hi, 8)
-    text = "\n".join(" ".join("%.4f" % x for x in col) for col in back.values.T[:frames // 10])
-    _, t_text = timed(lambda s: np.array(s.split(), dtype=np.float64), text)
-    return {"frames": frames, "png": len(png), "t_enc": t_enc, "t_dec": t_dec, "t_codes": t_codes,
-            "t_text": t_text * 10.0}
 
 
 def fmt_table(rows):
@@ -194,8 +176,9 @@ def shell_error_cm(sk, a, b):
     return np.max(errs, axis=0).ravel() * 100.0
 
 
-def acl_rows(clips, effort, budget_mm=0.1):
-    """Every CMU clip resampled to 24 fps, written at --max-error-mm budget_mm."""
+def acl_rows(clips, effort, budget_mm=0.1, measured=False):
+    """Every CMU clip resampled to 24 fps, written at --max-error-mm budget_mm (guaranteed), or
+    (measured=True) at the largest budget whose measured 99th percentile is within budget_mm."""
     out = []
     for path in clips:
         st = read_bvh(path)
@@ -210,6 +193,18 @@ def acl_rows(clips, effort, budget_mm=0.1):
             # the guaranteed bound cannot be that tight at 16 bits: the tightest one it can hold
             used = float("%.2g" % (min_budget_mm(st24, 16) * 1.1))
             b = st24.refit("budget", max_error_mm=used)
+        if measured:
+            # ACL's terms: the error it reports is measured, not guaranteed. The largest chain
+            # budget whose measured 99th percentile at the 3 cm points stays within 0.01 cm.
+            lo_e, hi_e = used, 64.0
+            for _ in range(10):
+                mid = (lo_e * hi_e) ** 0.5
+                cand = st24.refit("budget", max_error_mm=float("%.2g" % mid))
+                e = shell_error_cm(st24.skeleton, st24.values, cand.quantised().values)
+                if np.percentile(e, 99) <= budget_mm / 10.0:
+                    lo_e, b, used = mid, cand, float("%.2g" % mid)
+                else:
+                    hi_e = mid
         png, t_enc = timed(encode_png, b, effort=effort)
         back = decode_png(png)
         q = back.values
@@ -244,7 +239,6 @@ def acl_table(rows):
 def builtin_header():
     """Header bytes of staffs on the built-in human48 body (skeleton ranges, and a 1 mm budget)."""
     from device.body.human import human_model
-    from device.body.kinematics import forward_kinematics  # noqa: F401  (the budget uses its chain)
 
     sk = human_model()
     rng = np.random.default_rng(3)
@@ -303,10 +297,11 @@ def main(argv=None):
         print("measured %s" % c.name, file=sys.stderr)
     cmu = [c for c in clips if not c.name.startswith("dataset-")]
     acl = acl_rows(cmu, effort)
+    acl_m = acl_rows(cmu, effort, measured=True)
     parts = ["# Staff compression benchmark", "",
              "Output of `.venv/bin/python benchmarks/compression.py%s` (%s, effort %d: %s)." % (
                  " --quick" if args.quick else "", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), effort,
-                 "zopfli below 1 MiB" if effort >= 2 else "zlib -9 filtered"),
+                 "zopfli below 256 KiB" if effort >= 2 else "zlib -9 filtered"),
              "Real recordings: the CMU clips (120 fps; 05_20-daz and 05_20-mb are one CMU take in two rigs) and",
              "the Bandai-Namco clips (30 fps) in ../shared/data/bvh. Ratios are gzip -9 BVH bytes over the other",
              "file's bytes (bigger is better); the PNG includes its header (the zTXt chunk, also listed). Pillow",
@@ -314,7 +309,10 @@ def main(argv=None):
              "codes, without a header. Every channel was checked within its exact bound (half a step).", "",
              "## Goals (issue 18)", "", summary(rows), "", READING, "",
              "## Against ACL on ACL's terms (CMU clips resampled to 24 fps, `--max-error-mm 0.1`)", "",
-             ACL_CITE, "", acl_table(acl), "",
+             ACL_CITE, "", "Guaranteed: `--max-error-mm 0.1`, or the tightest bound 16 bits hold when 0.1 mm cannot be",
+             "guaranteed through the whole chain (the --max-error-mm column):", "", acl_table(acl), "",
+             "Measured, as ACL reports it: the largest `--max-error-mm` whose measured 99th percentile stays",
+             "within 0.01 cm (found by a search in this benchmark, not by convert):", "", acl_table(acl_m), "",
              "The error columns are measured (forward kinematics of original and decoded motion, every joint",
              "and the 3 cm points, every sample); the bound is what host/budget.py guarantees. Bones = BVH",
              "joints with channels; ACL's CMU rigs (FBX from the Unity asset store) differ, and 4 clips are",
@@ -328,7 +326,7 @@ def main(argv=None):
         parts += ["## One hour of 48-dof 8-bit staff at 30 fps (%d frames; goals: encode under 2 s, decode under 1 s)"
                   % h["frames"], "",
                   "| step | wall s | CPU s |", "|---|---|---|",
-                  "| encode angles -> PNG (%d bytes; write_staff default: zlib 6 filtered above 1 MiB) | %.3f | %.3f |"
+                  "| encode angles -> PNG (%d bytes; write_staff default: zlib 6, filtered strategy, above 1 MiB) | %.3f | %.3f |"
                   % (h["png"], h["t_enc"], h["cpu_enc"]),
                   "| PNG file -> Staff of angles (read_staff path: inflate, unfilter, decode) | %.3f | %.3f |"
                   % (h["t_dec"], h["cpu_dec"]),

@@ -2,7 +2,7 @@
 
     from host.budget import budget_ranges
     lo, hi, bits = budget_ranges(staff, max_error_mm=1.0)      # bits: 8 if 8 bits hold it, else 16
-    staff_bounds_mm(staff.skeleton, staff.names, staff.max_error(), staff.values)  # the bound per link
+    bound_mm(staff)               # (links,) the guaranteed error at each link's joint and 3 cm points
 
 The bound (ACL's metric: virtual points at `shell_mm` from every bone, plus the joints): decoding
 moves row k by at most e_k (half a step). Telescoping the chain of link transforms from the root
@@ -13,15 +13,16 @@ the displacement that dof's own error causes with every other dof at its decoded
     translation k by e_k (m) along its axis:  e_k
 
 and |q|, the distance from dof k's joint to p, is at most a_kj = the sum of the bone lengths
-(offsets, plus the largest value of any translation dof on the way) from k's link down to j, plus
-`shell_mm`. So  err_j <= sum_k a_kj e_k  (a_kj = 1 for translations), whatever the pose: a
-conservative bound, which tests check by forward kinematics on the decoded file.
+(offsets, plus the largest decoded value of any translation on the way, including those of k's
+own link listed after k; one listed before k moves the pivot, not the lever) from k's link down
+to j, plus `shell_mm`. So  err_j <= sum_k a_kj e_k  (a_kj = 1 for translations), whatever the
+pose: a conservative bound, which tests check by forward kinematics on the decoded file.
 
-The budget is shared along each chain: with W_j the number of free rows above link j,
-e_k = min_j (E - fixed_j) / (a_kj W_j), which meets every link's constraint. Rows whose half
-span fits inside their share are stored as a constant (error = their half span, charged as
-fixed); rows that the bit depth cannot span at that step (span / (2 * (top - 0.5))) are charged
-their smallest possible error as fixed, and the rest is shared again.
+The budget is shared along each chain (allocate): each row's share is scale * g_k with
+g_k = min_j 1 / (a_kj W_j), W_j the rows above link j still coded; the largest scale meeting
+every link's constraint is found by bisection. Rows whose span fits in one code at their share
+are stored as a constant (values that never move: exactly), rows the depth cannot span at
+their share take its finest step, and the shares are recounted over the rows left.
 """
 
 import math
@@ -61,32 +62,43 @@ def lever_arms_mm(skeleton, names, values, shell_mm=SHELL_MM):
     L = skeleton.nlinks
     off_mm = np.array([np.linalg.norm(ln.offset) for ln in skeleton.links]) * 1000.0
     v = np.asarray(values, dtype=np.float64)
-    trans_mm = np.zeros(L)
+    # each translation's largest magnitude (mm), decoded: the data's plus its span (a step's
+    # error is below the span, except for rows stored exactly)
+    tmax_mm = np.array([max(abs(d.lo), abs(d.hi)) * d.scale * 1000.0 if d.kind == "translation" else 0.0
+                        for d in skeleton.dofs])
     for k, j in enumerate(rows):
         d = skeleton.dofs[j]
-        if d.kind == "translation" and v.shape[1]:
-            big = np.nanmax(np.abs(v[k])) if np.isfinite(v[k]).any() else 0.0
-            trans_mm[d.link] += big * d.scale * 1000.0
-    if not ((off_mm > 0).any() or (trans_mm > 0).any()):
+        if d.kind == "translation" and v.shape[1] and np.isfinite(v[k]).any():
+            x = v[k][np.isfinite(v[k])]
+            tmax_mm[j] = (np.abs(x).max() + (x.max() - x.min())) * d.scale * 1000.0
+    link_t = np.zeros(L)
+    for j, d in enumerate(skeleton.dofs):
+        link_t[d.link] += tmax_mm[j]
+    if not ((off_mm > 0).any() or (link_t > 0).any()):
         raise FormatError("--max-error-mm: skeleton %r has no bone lengths (every offset and "
                           "translation is 0)" % skeleton.name)
-    # reach[i, j]: the longest a point of link j can be from link i's joint (j in i's subtree)
-    reach = np.full((L, L), -1.0)
+    # below[i, j]: the longest a joint of link j (in i's subtree) can be from link i's origin once
+    # i's own dofs are applied: the offsets and translations of the links on the way down
+    below = np.full((L, L), -1.0)
     for j in range(L):
-        reach[j, j] = trans_mm[j]
-        i, acc = j, trans_mm[j]
+        below[j, j] = 0.0
+        i, acc = j, 0.0
         while skeleton.links[i].parent >= 0:
-            acc += off_mm[i]
+            acc += off_mm[i] + link_t[i]
             i = skeleton.links[i].parent
-            reach[i, j] = acc + trans_mm[i]
+            below[i, j] = acc
     a = np.zeros((len(rows), L))
     for k, j in enumerate(rows):
         d = skeleton.dofs[j]
-        below = reach[d.link] >= 0
+        sub = below[d.link] >= 0
         if d.kind == "rotation":
-            a[k, below] = (reach[d.link, below] + shell_mm) * d.scale
+            # a translation of the same link listed after this rotation is turned by it (a lever);
+            # one listed before moves the pivot only
+            own = skeleton.links[d.link].dofs
+            after = sum(tmax_mm[m] for m in own[own.index(j) + 1:])
+            a[k, sub] = (after + below[d.link, sub] + shell_mm) * d.scale
         else:
-            a[k, below] = d.scale * 1000.0
+            a[k, sub] = d.scale * 1000.0
     return a
 
 
@@ -120,7 +132,7 @@ def _steps_for(span, share, bits):
     top = (1 << bits) - 1
     if span <= 0.0:
         return CONST_STEP, 0
-    mid = _sig(span * 1.25, 2, True)                  # one code holds the whole row (|v - lo| < 0.4 step)
+    mid = _sig(span * 1.5, 2, True)                   # one code holds the whole row (|v - lo| < 0.4 step)
     if mid / 2.0 <= share:
         return mid, 0
     finest = _sig(span / (top - 1.0), 2, True)        # the depth spans the row: span <= (top - 0.1) step
@@ -180,7 +192,7 @@ def ranges_for(lo_v, hi_v, step, bits):
         a, b, s = float(lo_v[k]), float(hi_v[k]), float(step[k])
         if b - a <= 0.0:
             lo[k] = a
-        elif s >= 1.25 * (b - a) * (1 - 1e-9):
+        elif s >= 1.5 * (b - a) * (1 - 1e-9):
             # one code: lo within 0.4 step of every value
             lo[k] = _short((a + b) / 2.0, s / 100.0, b - 0.4 * s, a + 0.4 * s)
         else:

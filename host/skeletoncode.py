@@ -1,7 +1,7 @@
 """A staff header's skeleton, compactly: a built-in body by name and hash, a BVH hierarchy, or short JSON.
 
     from host.skeletoncode import encode_skeleton, decode_skeleton, dof_rows
-    code = encode_skeleton(human_model())      # {"body": "human48", "mass_kg": 75, "height_m": 1.75, "sha": "1f2e..."}
+    code = encode_skeleton(human_model())      # {"body": "human48", "mass_kg": 75, "height_m": 1.75, "sha": "7d48fbb1"}
     sk = decode_skeleton(code)                 # FormatError if no known body has that hash
     code = encode_skeleton(bvh_skeleton)       # {"bvh": [[name, parent, [x, y, z], "XYZzxy"], ...], ...}
     sk = decode_skeleton(code, values)         # the dof ranges come from the decoded values
@@ -10,7 +10,9 @@ Three forms, smallest first:
 - built-in bodies (BODIES: the human model of device/body/human.py, fixed or floating) are
   rebuilt from their name and arguments, and the first 8 hex digits of the SHA-256 of the
   rebuilt skeleton's canonical JSON must match the header's: a body this reader does not know
-  (or knows differently) is one FormatError naming it.
+  (or knows differently) is one FormatError naming it. A built-in body whose feature points were
+  replaced (markers placed for a C3D recording) is the body plus its feature list (the body's
+  own features by name).
 - a skeleton derived from a BVH hierarchy (host/bvhskeleton.py) is stored as that hierarchy:
   joint names, parents, offsets in the file's units (6 significant digits, what a BVH file
   prints) and channels ("X".."Z" positions, "x".."z" rotations); masses, inertias and dof limits
@@ -85,15 +87,25 @@ def encode_skeleton(sk):
     body = BODIES.get(sk.name)
     if body is not None:
         factory, keys = body
-        args = {k: sk.meta[k] for k in keys if k in sk.meta}
+        # the arguments exactly (JSON floats round-trip), so the reader rebuilds the same body
+        args = {k: _exact(sk.meta[k]) for k in keys if k in sk.meta}
         try:
-            same = skeleton_hash(factory(**args)) == skeleton_hash(sk)
+            base = factory(**args)
         except (TypeError, ValueError):
-            same = False
-        if same:
-            code = {"body": sk.name, "sha": skeleton_hash(sk)}
-            code.update({k: _short(v) for k, v in args.items()})
-            return code
+            base = None
+        if base is not None:
+            code = {"body": sk.name, "sha": skeleton_hash(base)}
+            code.update(args)
+            if skeleton_hash(base) == skeleton_hash(sk):
+                return code
+            # the body with other feature points (markers placed for a recording): only those
+            swapped = _with_features(base, sk.features)
+            if skeleton_hash(swapped) == skeleton_hash(sk):
+                own = {f.name: _feature_code(base, f) for f in base.features}
+                # a feature the body has as it is: its name alone
+                code["features"] = [f.name if own.get(f.name) == _feature_code(sk, f) else _feature_code(sk, f)
+                                    for f in sk.features]
+                return code
     meta = sk.meta if isinstance(sk.meta, dict) else {}
     if "bvh_units" in meta and "bvh_offsets" in meta:
         code = _bvh_code(sk)
@@ -105,6 +117,49 @@ def encode_skeleton(sk):
     d.pop("format", None)
     d.pop("version", None)
     return {"json": _round(d)}
+
+
+def _exact(v):
+    v = float(v)
+    return int(v) if v == int(v) and abs(v) < 1e15 else v
+
+
+def _with_features(sk, features):
+    from device.body.skeleton import Skeleton
+
+    return Skeleton(sk.links, sk.dofs, features, name=sk.name, gravity=sk.gravity, meta=sk.meta)
+
+
+def _feature_code(sk, f):
+    """[name, link, kind, [x, y, z] (m, to the micrometre), orientation if not identity]."""
+    e = [f.name, sk.links[f.link].name, f.kind, [round(float(x), 6) for x in f.position]]
+    q = [float(x) for x in f.orientation]
+    if q != [1.0, 0.0, 0.0, 0.0]:
+        e.append([round(x, 9) for x in q])
+    return e
+
+
+def _features_from(sk, items, where):
+    from device.body.skeleton import Feature
+
+    if not isinstance(items, list):
+        raise FormatError("%s: 'features' must be a list" % where)
+    out = []
+    base = {f.name: f for f in sk.features}
+    for i, e in enumerate(items):
+        if isinstance(e, str):
+            if e not in base:
+                raise FormatError("%s: features[%d]: the body has no feature %r" % (where, i, e))
+            out.append(base[e])
+            continue
+        try:
+            name, link, kind, pos = e[0], e[1], e[2], e[3]
+            ori = e[4] if len(e) > 4 else (1.0, 0.0, 0.0, 0.0)
+            feat = Feature(name, sk.link_index(link), kind, [float(x) for x in pos], [float(x) for x in ori])
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise FormatError("%s: features[%d] is not [name, link, kind, [x, y, z]]" % (where, i)) from None
+        out.append(feat)
+    return out
 
 
 def _bvh_code(sk):
@@ -147,6 +202,8 @@ def decode_skeleton(code, values=None, where="header: skeleton"):
         if skeleton_hash(sk) != code.get("sha"):
             raise FormatError("%s: body %r with hash %s matches no known body (this reader's %r is %s)"
                               % (where, name, code.get("sha"), name, skeleton_hash(sk)))
+        if "features" in code:
+            sk = _with_features(sk, _features_from(sk, code["features"], where))
         return sk
     if "bvh" in code:
         return _from_bvh(code, values, where)

@@ -129,16 +129,7 @@ def dumps(h):
 
 def loads(text, where="header"):
     """Parse and check header JSON (str or bytes); FormatError on anything wrong."""
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except Exception:
-            raise FormatError("%s: not UTF-8 text" % where)
-    try:
-        h = json.loads(text)
-    except Exception:
-        raise FormatError("%s: not valid JSON" % where)
-    return check(h, where)
+    return check(parse(text, where), where)
 
 
 # ------------------------------------------------------------------------------------------

@@ -129,7 +129,8 @@ def test_unknown_body_hash_is_one_line():
     h["sk"]["sha"] = "00000000"
     from tests.test_staff_file import _with_header
 
-    with pytest.raises(FormatError, match="bad.png: header: skeleton: body 'human48' with hash 00000000 matches no known body"):
+    with pytest.raises(FormatError, match="bad.png: header: skeleton: body 'human48' with hash 00000000 "
+                                          "matches no known body"):
         decode_png(_with_header(png, json.dumps(h)), "bad.png")
     h["sk"]["body"] = "robot9000"
     with pytest.raises(FormatError, match="body 'robot9000'.*not one this reader knows"):
@@ -170,3 +171,58 @@ def test_compact_header_bad_fields():
             change(bad)
             with pytest.raises(FormatError, match=msg):
                 staffheader.unpack(bad)
+
+
+def test_scaled_body_with_own_markers_is_a_reference():
+    from device.body.skeleton import Feature, Skeleton
+    from host.skeletoncode import decode_skeleton, encode_skeleton
+
+    sk = human_model(height_m=1.4231234567, floating=True)
+    feats = sk.features[:10] + [Feature("LASI", sk.link_index("pelvis"), "marker", (0.1, 0.12, 0.01))]
+    sk2 = Skeleton(sk.links, sk.dofs, feats, name=sk.name, gravity=sk.gravity, meta=sk.meta)
+    code = encode_skeleton(sk2)
+    assert code["body"] == "human54-floating" and code["height_m"] == 1.4231234567
+    assert code["features"][:10] == [f.name for f in sk.features[:10]]
+    back = decode_skeleton(json.loads(json.dumps(code)))
+    assert back.to_dict()["links"] == sk2.to_dict()["links"]
+    assert [f.name for f in back.features] == [f.name for f in feats]
+    assert np.allclose([f.position for f in back.features], [f.position for f in feats], atol=1e-6)
+
+
+def test_bvh_budget_holds_by_forward_kinematics():
+    staff = read_bvh(CLIP)                       # root: 3 translations, then 3 rotations
+    for e_mm in (min_budget_mm(staff, 16) * 3, min_budget_mm(staff, 8) * 1.5):
+        back = decode_png(encode_png(staff.refit("budget", max_error_mm=e_mm), effort=0))
+        bound = bound_mm(back)
+        assert bound.max() <= e_mm
+        fk = _fk_error_mm(staff.skeleton, staff.values, back.values)
+        assert (fk <= bound * (1 + 1e-6) + 1e-9).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10 ** 6), st.floats(0.05, 20.0), st.booleans())
+def test_translation_after_a_rotation_is_a_lever(seed, e_mm, before):
+    """A link that rotates then slides along its turned axis (or slides first): the bound holds."""
+    from device.body.skeleton import Dof, Link, Skeleton
+
+    links = [Link("base", -1, (0, 0, 0)), Link("arm", 0, (0.3, 0, 0)), Link("tip", 1, (0.2, 0.05, 0))]
+    rot = [Dof("base.rz", 0, "rotation", (0, 0, 1), -180, 180), Dof("arm.ry", 1, "rotation", (0, 1, 0), -90, 90)]
+    slide = Dof("base.tx", 0, "translation", (1, 0, 0), -2, 2)
+    dofs = ([slide] + rot) if before else ([rot[0], slide, rot[1]])
+    sk = Skeleton(links, dofs, name="slider")
+    rng = np.random.default_rng(seed)
+    frames = 40
+    v = np.empty((3, frames))
+    for k, d in enumerate(sk.dofs):
+        walk = np.cumsum(rng.normal(0, 1, frames))
+        v[k] = np.clip(walk * (0.05 if d.kind == "translation" else 8.0), d.lo, d.hi)
+    rows = [Row(d.name, d.unit, d.lo, d.hi, d.kind == "rotation") for d in sk.dofs]
+    staff = Staff(v, rows, fps=30.0, bits=8, skeleton=sk)
+    try:
+        b = staff.refit("budget", max_error_mm=e_mm)
+    except FormatError:
+        return
+    q = b.quantised()
+    bound = bound_mm(q)
+    assert bound.max() <= e_mm
+    assert (_fk_error_mm(sk, staff.values, q.values) <= bound * (1 + 1e-6) + 1e-9).all()

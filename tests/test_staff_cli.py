@@ -71,6 +71,7 @@ def test_show_rows_and_many_rows(capsys, tmp_path):
     assert Image.open(out).size[0] > 500
     assert run(capsys, "show", png, "-o", out, "--rows", "re:^(Left|Right)(Wrist|Elbow)")[0] == 0
     assert run(capsys, "show", png, "-o", tmp_path / "all.png")[0] == 0     # 96 rows: band labels
+    assert run(capsys, "show", png, "-o", tmp_path / "r.png", "--scale", "range", "--rows", "Hips.*")[0] == 0
     code, _, err = run(capsys, "show", png, "-o", out, "--rows", "Nope*")
     assert code == 2 and "matches no row" in err
     code, _, err = run(capsys, "show", png, "-o", out, "--rows", "re:(")

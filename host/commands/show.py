@@ -5,7 +5,8 @@
     motionstaff show dance.png -o hands.png --rows "*Hand*"          # a glob over row names
     motionstaff show dance.png -o legs.png --rows "re:(Up)?Leg|Foot"  # or a regular expression
 
-Each row is coloured by its value within its range (viridis; missing values white), rows are
+Each row is coloured by its value within its range (viridis; missing values white; for a staff
+made with an error budget, between its smallest and largest value, --scale), rows are
 grouped by joint with staff lines, and the time axis is in seconds. Up to LABEL_ROWS rows every
 row is labelled with its name and range; above, each joint's band gets one label (at least
 MIN_LABEL_PT points) and a legend names the channels in band order, so a 132-row staff stays
@@ -15,6 +16,7 @@ readable. A row whose codes never change (a constant in its file) is drawn light
 import fnmatch
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -30,6 +32,9 @@ def add_arguments(p):
     p.add_argument("-o", "--output", required=True, help="image to write (.png, .svg, .pdf)")
     p.add_argument("--title", help="title (default: the file name)")
     p.add_argument("--dpi", type=int, default=110, help="resolution of a raster output")
+    p.add_argument("--scale", choices=("auto", "range", "data"), default="auto",
+                   help="colour each row over its range, or over the codes its data uses (auto: the data's "
+                        "for a staff made with an error budget, whose steps are already above the noise)")
     p.add_argument("--rows", metavar="PATTERN",
                    help="only rows whose names match: a glob (*Hand*, Left*.?rotation), a comma list of "
                         "globs, or re:REGEX (searched in the name)")
@@ -66,7 +71,7 @@ def select_rows(names, pattern):
     return keep
 
 
-def render_staff(staff, out_path, title=None, dpi=110, rows=None):
+def render_staff(staff, out_path, title=None, dpi=110, rows=None, scale="auto"):
     """Write a labelled colour rendering of a staff (rows: a --rows pattern); returns out_path."""
     import matplotlib
 
@@ -79,8 +84,19 @@ def render_staff(staff, out_path, title=None, dpi=110, rows=None):
     span = hi - lo
     with np.errstate(invalid="ignore", divide="ignore"):
         norm = (values - lo[:, None]) / span[:, None]
-    codes = staff.codes()[0][keep]
-    flat = (codes == codes[:, :1]).all(axis=1)
+    codes, gone = staff.codes()
+    codes, gone = codes[keep], gone[keep]
+    by_data = scale == "data" or (scale == "auto" and staff.meta.get("max_error_mm") is not None)
+    if by_data:
+        # over the codes the data uses: lo .. hi of the decoded values (steps above the noise)
+        q = np.where(gone, np.nan, staff.quantised().values[keep])
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)          # all-missing rows
+            vmin, vmax = np.nanmin(q, axis=1), np.nanmax(q, axis=1)
+        ok = np.isfinite(vmin) & (vmax > vmin)
+        norm = np.where(ok[:, None], (values - np.where(ok, vmin, 0)[:, None])
+                        / np.where(ok, vmax - vmin, 1.0)[:, None], norm)
+    flat = np.array([(c[~g] == c[~g][:1]).all() if (~g).any() else True for c, g in zip(codes, gone)])
     norm[flat] = np.nan
     img = np.ma.masked_invalid(np.clip(norm, 0.0, 1.0))
     sel = [staff.rows[i] for i in keep]
@@ -124,7 +140,8 @@ def render_staff(staff, out_path, title=None, dpi=110, rows=None):
         transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=matplotlib.colors.Normalize(0, 1))
     cb = fig.colorbar(sm, ax=ax, fraction=0.02, pad=0.01)
-    cb.set_label("position in the row's range (lo = 0, hi = 1; constant rows grey)")
+    cb.set_label("position between the row's smallest and largest value (constant rows grey)" if by_data
+                 else "position in the row's range (lo = 0, hi = 1; constant rows grey)")
     fig.tight_layout()
     fig.savefig(out_path, dpi=dpi)
     plt.close(fig)
@@ -135,6 +152,7 @@ def run(args):
     staff = read_motion(args.file)
     if args.rows is not None:
         select_rows(staff.names, args.rows)          # a bad pattern is one line before any drawing
-    render_staff(staff, args.output, args.title or os.path.basename(args.file), args.dpi, rows=args.rows)
+    render_staff(staff, args.output, args.title or os.path.basename(args.file), args.dpi, rows=args.rows,
+                 scale=args.scale)
     print("wrote %s" % args.output)
     return 0
