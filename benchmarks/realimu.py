@@ -235,7 +235,8 @@ def real(out_json):
 
 class ViconMotion:
     """t -> q of the legs model following the trial's Vicon segments (IK on segment frames and
-    the hip-centre midpoint), linearly interpolated at 100 Hz; the simulated subject's motion."""
+    the hip-centre midpoint), linearly interpolated at 100 Hz; the simulated subject's motion.
+"""
 
     def __init__(self, sk):
         from device.body.ik import solve_ik
@@ -243,9 +244,10 @@ class ViconMotion:
         P = vicon_hips()
         self.sk = sk
         n = len(R["pelvis"])
-        # the model's world: Vicon's turned so the subject starts facing +x
+        # the model's world: Vicon's turned so the subject starts facing +y: the 180 deg turn
+        # takes root_yaw from +90 to about -90 deg, inside its range
         f = R["pelvis"][0][:, 0]
-        yaw = np.arctan2(f[1], f[0])
+        yaw = np.arctan2(f[1], f[0]) - np.pi / 2
         c, s = np.cos(-yaw), np.sin(-yaw)
         Wv = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         q = sk.home.copy()
@@ -260,7 +262,16 @@ class ViconMotion:
             for j, name in enumerate(("root_tx", "root_ty", "root_tz")):
                 q[sk.dof_index(name)] = q0[sk.dof_index(name)]
             Q.append(q.copy())
-        self.Q = np.array(Q)
+        Q = np.array(Q)
+        # the marker frames do not resolve rotation about the shank's long axis (the data's
+        # README: up to 20 deg RMS of noise): knee rotation is held at 0, and every dof is
+        # low-passed at 6 Hz (zero phase), so the subject moves like a person, not like noise
+        from scipy.signal import butter, filtfilt
+        b, a = butter(2, 6.0 / 50.0)
+        Q = filtfilt(b, a, Q, axis=0)
+        for side in "lr":
+            Q[:, sk.dof_index(side + "_knee_rot")] = 0.0
+        self.Q = Q
         self.duration_s = (n - 1) / 100.0
 
     def __call__(self, t):

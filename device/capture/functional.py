@@ -10,7 +10,9 @@
 What a unit sees, and nothing else (no optical reference):
   up       z_s = mean accel at rest / |.|: the segment's long axis points up in the stance
   hinge    y_s = the principal axis of the walking gyro orthogonal to z_s (thighs, shanks and feet
-           turn mostly about their flexion axis: knee and ankle are near-hinges, Seel 2012);
+           turn mostly about their flexion axis), refined where a hinge joins two sensors:
+           knee and ankle are near-hinges, and Seel's condition |w1 x j1| = |w2 x j2| gives
+           their axes in both sensors (the hip's abduction, which tilts a PCA axis, cancels);
            the pelvis, which turns mostly about the vertical, takes the thighs' mean axis instead
   sign     y_s and -y_s fit the data alike: each segment's sagittal rate y_s . w correlates
            positively with its shank's (a leg swings together), and a leg's sign makes its knee
@@ -70,7 +72,7 @@ def walk_onset(frames, gyro_rad_s=0.5, start=0):
     return None
 
 
-def functional_calibration(skeleton, sensors, still, walk):
+def functional_calibration(skeleton, sensors, still, walk, hinge="seel"):
     """sensors: [{"name", "link" (index)}]; still / walk: readings lists (see module doc)."""
     up_w = -skeleton.gravity / np.linalg.norm(skeleton.gravity)
     links = {s["name"]: skeleton.links[s["link"]].name for s in sensors}
@@ -87,11 +89,29 @@ def functional_calibration(skeleton, sensors, still, walk):
     for name, ln in links.items():
         if ln == "pelvis":
             continue
-        w = np.asarray(_collect(walk, name, "gyro"), float) - bias[name]
+        w = np.asarray(_collect(walk, name, "gyro"), float).reshape(-1, 3) - bias[name]
         if len(w) < 10:
             raise ValueError("functional calibration: sensor %s has no walking readings" % name)
         y_s[name], share = hinge_axis(w, z_s[name])
         method[name] = "still+hinge (%.0f%% of the swing about it)" % (100 * share)
+    # hinge joints (Seel, Raisch and Schauer 2012): the flexion axis j1 in the proximal sensor
+    # and j2 in the distal one satisfy |w1 x j1| = |w2 x j2| at every instant (the angular
+    # velocity orthogonal to the axis is the same on both sides): refine the segments' PCA axes
+    # by least squares on that, knee (thigh, shank) then ankle (shank, foot). Unlike the PCA of
+    # one segment, this is blind to the hip's abduction, which moves thigh and shank alike.
+    for side in ("lr" if hinge == "seel" else ""):
+        for a, b in (("thigh", "shank"), ("shank", "foot")):
+            na = next((n for n, ln in links.items() if ln == side + "_" + a and not n.endswith("_low_imu")), None)
+            nb = next((n for n, ln in links.items() if ln == side + "_" + b and not n.endswith("_low_imu")), None)
+            if na is None or nb is None:
+                continue
+            j1, j2 = hinge_pair(_gyros(walk, na, bias[na]), _gyros(walk, nb, bias[nb]), y_s[na], y_s[nb])
+            if a == "thigh":
+                y_s[na], y_s[nb] = j1, j2
+                method[na] = method[nb] = "still+knee hinge"
+            else:
+                y_s[nb] = j2
+                method[nb] = "still+ankle hinge"
     rate = {n: _rates(walk, n, y_s[n], bias[n]) for n in y_s}
     for side in "lr":
         names = [n for n, ln in links.items() if ln.startswith(side + "_")]
@@ -170,6 +190,36 @@ def heading_to_home(R_ws, mount, up):
 def _mat_quat(R):
     from device.capture.rot import mat_to_quat
     return mat_to_quat(R)
+
+
+def _gyros(walk, name, bias):
+    """(N, 3) gyro minus bias over the walk; NaN rows where the sensor is stale."""
+    return np.array([np.full(3, np.nan) if r.get(name) is None else np.asarray(r[name]["gyro"], float) - bias
+                     for r in walk]).reshape(-1, 3)
+
+
+def _unit(th, ph):
+    return np.array([np.cos(th) * np.cos(ph), np.cos(th) * np.sin(ph), np.sin(th)])
+
+
+def hinge_pair(w1, w2, j1, j2):
+    """Seel's hinge-axis identification: unit j1, j2 (sensor frames) minimising
+    sum_t (|w1_t x j1| - |w2_t x j2|)^2, started from j1, j2 (scipy least_squares)."""
+    from scipy.optimize import least_squares
+    ok = np.isfinite(w1).all(1) & np.isfinite(w2).all(1)
+    w1, w2 = w1[ok], w2[ok]
+
+    def sph(j):
+        return [np.arcsin(np.clip(j[2], -1, 1)), np.arctan2(j[1], j[0])]
+
+    def res(x):
+        a, b = _unit(x[0], x[1]), _unit(x[2], x[3])
+        # e_t = |w1 x j1| - |w2 x j2|
+        return np.linalg.norm(np.cross(w1, a), axis=1) - np.linalg.norm(np.cross(w2, b), axis=1)
+    x = least_squares(res, sph(j1) + sph(j2)).x
+    a, b = _unit(x[0], x[1]), _unit(x[2], x[3])
+    # the same line as the starting axes (the cost cannot tell j from -j)
+    return (a if a @ j1 >= 0 else -a), (b if b @ j2 >= 0 else -b)
 
 
 def _rates(walk, name, y, bias):

@@ -31,7 +31,7 @@ IDEAL = {
     "accel_noise_m_s2": 0.03, "accel_bias_m_s2": 0.05, "quat_noise_deg": 0.15,
     "mag_noise_ut": 0.3, "mount_error_deg": 8.0, "jitter_s": 0.0005, "dropout": 0.001,
     # the honest sensor model's terms (zero here: the ideal sensors; see HONEST)
-    "stance_error_deg": 0.0, "stm_deg": 0.0, "stm_hz": (2.0, 6.0), "accel_scale": 0.0,
+    "stance_error_deg": 0.0, "stm_gain": 0.0, "accel_scale": 0.0,
     "skew_s": 0.0, "fused_heading_walk_deg_sqrt_s": 0.0, "fused_offset_deg": 0.0,
     "fused_lag_s": 0.0,
 }
@@ -41,10 +41,12 @@ IDEAL = {
 #   stance_error_deg  the calibration stance is not the model's home pose: every rotation dof
 #                     off by N(0, 2.5 deg) while standing (calibration bakes it into the mounts);
 #                     the real trial's offset errors after calibration are 0.5-5 deg per angle
-#   stm_deg           soft-tissue motion: the sensor rocks on the segment, a rotation with RMS
-#                     1.5 deg per axis in the 2-6 Hz band while moving (Xsens' on-board
-#                     orientations through the calibration keep 2-5 deg RMS after the offset,
-#                     of which the Vicon markers' own soft tissue is part)
+#   stm_gain          soft-tissue motion: skin and muscle slide over the bone as the joints at
+#                     both ends of the segment move; the sensor turns by C (q - q_stance) over
+#                     those joints' dofs, C (3 x m) entries N(0, 0.05 rad/rad): 3 deg on a thigh
+#                     whose knee flexes 60 deg (Cappozzo et al. 1996, thigh rotations of 2-8 deg in
+#                     gait; Xsens' on-board orientations through the calibration keep 2-5 deg RMS
+#                     after the offset on the real trial)
 #   accel_scale       per-axis scale error N(0, 1 %) (BMA280 in the BNO055: sensitivity
 #                     tolerance +-1 %; MPU-6050: +-3 %, data sheet PS-MPU-6000A 6.2)
 #   skew_s            each sensor's samples are taken up to 5 ms apart (the I2C reads of one
@@ -56,7 +58,7 @@ IDEAL = {
 #                     fusion lag of 10 ms (one 100 Hz fusion step)
 #   gyro_bias_walk    0.05 deg/s/sqrt(s) (BMG160 in the BNO055: zero-rate offset drift over
 #                     temperature +-0.015 deg/s/K)
-HONEST = dict(IDEAL, stance_error_deg=2.5, stm_deg=1.5, accel_scale=0.01, skew_s=0.005,
+HONEST = dict(IDEAL, stance_error_deg=2.5, stm_gain=0.05, accel_scale=0.01, skew_s=0.005,
               fused_heading_walk_deg_sqrt_s=0.3, fused_offset_deg=2.0, fused_lag_s=0.01,
               gyro_bias_walk_dps_sqrt_s=0.05)
 NOISE = IDEAL          # the default of the simulated subject (noise={"profile": "honest"}: HONEST)
@@ -110,8 +112,13 @@ class Subject:
                 rec["skew_s"] = float(self.rng.uniform(0.0, n["skew_s"]))
                 rec["fused_off"] = exp_so3(self.rng.normal(size=3) * np.radians(n["fused_offset_deg"]))
                 rec["heading_rad"] = 0.0
-                rec["stm_f"] = self.rng.uniform(n["stm_hz"][0], n["stm_hz"][1], (3, 2))
-                rec["stm_ph"] = self.rng.uniform(0, 2 * np.pi, (3, 2))
+                # soft tissue: the dofs of this link and of its children (the joints at both ends)
+                kids = [i for i, ln in enumerate(skeleton.links) if ln.parent == link]
+                # (not a floating root's dofs: turning round is no joint motion under the skin)
+                dofs = [j for j, d in enumerate(skeleton.dofs) if d.kind == "rotation"
+                        and (d.link == link or d.link in kids) and skeleton.links[d.link].parent >= 0]
+                rec["stm_dofs"] = np.array(dofs, int)
+                rec["stm_C"] = self.rng.normal(size=(3, len(dofs))) * n["stm_gain"]
             self.index[s["name"]] = len(self.sensors)
             self.sensors.append(rec)
         self._links = np.array([r["link"] for r in self.sensors], int)
@@ -176,21 +183,13 @@ class Subject:
 
     def _honest(self):
         n = self.noise
-        return any(n[k] for k in ("stance_error_deg", "stm_deg", "accel_scale", "skew_s",
+        return any(n[k] for k in ("stance_error_deg", "stm_gain", "accel_scale", "skew_s",
                                   "fused_heading_walk_deg_sqrt_s", "fused_offset_deg", "fused_lag_s"))
 
-    def _moving(self, t_s):
-        """0 while standing for calibration, rising to 1 over the blend (soft tissue moves with the body)."""
-        if self.blend_s <= 0:
-            return float(t_s >= self.calib_s)
-        s = float(np.clip((t_s - self.calib_s) / self.blend_s, 0.0, 1.0))
-        return s * s * (3 - 2 * s)
-
-    def _stm(self, rec, t_s):
-        """Soft-tissue rotation vector (rad) of a sensor on its segment at t_s."""
-        a = np.radians(self.noise["stm_deg"]) * self._moving(t_s)
-        # two sinusoids per axis, RMS a per axis: a * sqrt(2) * (sin + sin) / sqrt(2) / ... = a
-        return a * np.sin(2 * np.pi * rec["stm_f"] * t_s + rec["stm_ph"]).sum(1)
+    def _stm(self, rec, q, t_s):
+        """Soft-tissue rotation vector (rad) of a sensor on its segment: C (q - q_stance), rad."""
+        d = rec["stm_dofs"]
+        return rec["stm_C"] @ np.radians(q[d] - self._home[d])
 
     def _honest_outputs(self, t_s, R1, w, f, mag, h, dt):
         """Apply soft tissue, timing skew, accelerometer scale; the fused quaternion with its
@@ -198,8 +197,9 @@ class Subject:
         n = self.noise
         up = -self.g / np.linalg.norm(self.g)
         quats = []
+        qs = [self.q_true(t_s - h), self.q_true(t_s), self.q_true(t_s + h)]
         for k, s in enumerate(self.sensors):
-            d0, d1, d2 = self._stm(s, t_s - h), self._stm(s, t_s), self._stm(s, t_s + h)
+            d0, d1, d2 = (self._stm(s, q, t_s) for q in qs)
             E = exp_so3(d1)
             # sensor on the skin: R_s = R exp(w skew) E; omega_s = E^T (w + d_dot) (small angles)
             Rk = R1[k] @ exp_so3(w[k] * s["skew_s"]) @ E

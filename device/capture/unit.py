@@ -428,7 +428,8 @@ class Unit:
             raise ValueError("%s: no walk after the still window (functional calibration)" % self.replay.path)
         n_fun = int(round(self.cfg["calibration"]["functional_s"] * self.rate_hz))
         still = [self._replayed(r) for r in self.replay.peek(self.replay.k - n_still, self.replay.k)]
-        res = functional_calibration(self.skeleton, self.cal_sensors, still, ahead[on:on + n_fun])
+        res = functional_calibration(self.skeleton, self.cal_sensors, still, ahead[on:on + n_fun],
+                                     hinge=self.cfg["calibration"].get("hinge", "seel"))
         return res
 
     def _finish_calibration(self):
