@@ -43,10 +43,14 @@ IDEAL = {
 #                     the real trial's offset errors after calibration are 0.5-5 deg per angle
 #   stm_gain          soft-tissue motion: skin and muscle slide over the bone as the joints at
 #                     both ends of the segment move; the sensor turns by C (q - q_stance) over
-#                     those joints' dofs, C (3 x m) entries N(0, 0.05 rad/rad): 3 deg on a thigh
-#                     whose knee flexes 60 deg (Cappozzo et al. 1996, thigh rotations of 2-8 deg in
-#                     gait; Xsens' on-board orientations through the calibration keep 2-5 deg RMS
-#                     after the offset on the real trial)
+#                     those joints' dofs (not a floating root's), C (3 x m) entries N(0, 0.05
+#                     rad/rad): about 5 deg on a shank whose knee flexes 60 deg (Cappozzo et al.
+#                     1996: 2-8 deg on the thigh in gait). NOT fitted to the real trial: its knee
+#                     errors left after the offset (4.8-5.5 deg RMS, Xsens and ours alike) would
+#                     need 0.15 (4.0 deg in the simulation), but they include the Vicon markers'
+#                     own soft tissue, and at 0.1 the simulated gyros stop looking like hinges
+#                     (the functional calibration's axes 20-50 deg off), which the real gyros do
+#                     (87-94 % of each segment's swing about one axis)
 #   accel_scale       per-axis scale error N(0, 1 %) (BMA280 in the BNO055: sensitivity
 #                     tolerance +-1 %; MPU-6050: +-3 %, data sheet PS-MPU-6000A 6.2)
 #   skew_s            each sensor's samples are taken up to 5 ms apart (the I2C reads of one
@@ -61,7 +65,7 @@ IDEAL = {
 HONEST = dict(IDEAL, stance_error_deg=2.5, stm_gain=0.05, accel_scale=0.01, skew_s=0.005,
               fused_heading_walk_deg_sqrt_s=0.3, fused_offset_deg=2.0, fused_lag_s=0.01,
               gyro_bias_walk_dps_sqrt_s=0.05)
-NOISE = IDEAL          # the default of the simulated subject (noise={"profile": "honest"}: HONEST)
+NOISE = IDEAL          # the default of the simulated subject; noise={"profile": "honest"}: HONEST
 PROFILES = {"ideal": IDEAL, "honest": HONEST}
 FIELD_UT = 45.0
 
