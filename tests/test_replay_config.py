@@ -18,9 +18,10 @@ COLS = "time_s,sensor,gyro_x_rad_s,gyro_y_rad_s,gyro_z_rad_s,accel_x_m_s2,accel_
 
 @pytest.fixture
 def still_log(tmp_path):
-    """A 1 s still recording of the pelvis and left thigh sensors, imported."""
+    """A 6 s still recording of the pelvis and left thigh sensors, imported (longer than the
+    lower-body unit's 5 s still window)."""
     rows = []
-    for k in range(100):
+    for k in range(600):
         for s in ("hip", "thigh"):
             rows.append("%.2f,%s,0.001,-0.002,0.0005,0.02,-0.01,9.81" % (k / 100.0, s))
     (tmp_path / "s.csv").write_text(COLS + "\n" + "\n".join(rows) + "\n")
@@ -46,13 +47,13 @@ def test_replay_takes_the_configs_estimator(tmp_path, still_log):
     out = tmp_path / "o.png"
     assert main(["capture", "--replay", str(still_log), "--config", config(tmp_path), "--record", str(out)]) == 0
     st = read_motion(str(out))
-    assert st.values.shape == (20, 100)               # the lower-body unit's 20 dofs, every frame
+    assert st.values.shape == (20, 600)               # the lower-body unit's 20 dofs, every frame
     # still: the orientation filter holds the stance (home) on the rotation rows after calibration
     rot = [i for i, r in enumerate(st.rows) if r.unit == "deg"]
     assert np.nanmax(np.abs(st.values[rot, 60:])) < 0.5
 
 
-@pytest.mark.parametrize("case", ["estimator", "rate", "sensor"])
+@pytest.mark.parametrize("case", ["estimator", "rate", "sensor", "nowalk"])
 def test_replay_refuses_what_the_log_cannot_feed(tmp_path, still_log, capsys, case):
     out = tmp_path / "o.png"
     args = ["capture", "--replay", str(still_log), "--record", str(out)]
@@ -62,6 +63,11 @@ def test_replay_refuses_what_the_log_cannot_feed(tmp_path, still_log, capsys, ca
     elif case == "rate":
         args += ["--config", config(tmp_path, rate_hz=30.0)]
         want = "s.jsonl: the raw log runs at 100 Hz, the config at 30 Hz (mismatched rates)"
+    elif case == "nowalk":
+        # no --config: the log's own unit (the lower-body one, functional calibration), with
+        # --estimator applied; a still recording has no strides to calibrate from
+        args += ["--estimator", "orient"]
+        want = "s.jsonl: no walk after the still window (functional calibration)"
     else:
         cfg = json.load(open(config(tmp_path)))
         cfg["sensors"].append(dict(cfg["sensors"][0], name="r_foot_imu", link="r_foot", addr=0x69))
