@@ -58,8 +58,11 @@ IDEAL = {
 #                     to the bus read: uniform 0..skew_s)
 #   fused_*           BNO055 fusion: a constant offset N(0, 2 deg) per axis, heading random walk
 #                     0.3 deg/sqrt(s) (data sheet BST-BNO055-DS000: heading accuracy +-2.5 deg;
-#                     the real Xsens headings wander by some deg over the 25 s trial), and a
-#                     fusion lag of 10 ms (one 100 Hz fusion step)
+#                     on the real trial each Xsens segment's heading against Vicon moved by -1.2
+#                     to +5.0 deg between the first and last 2 s of the 9.5 s walk, median 0.4;
+#                     0.3 deg/sqrt(s) gives 0.9 deg sd over 9.5 s), and a fusion lag of 10 ms
+#                     (one 100 Hz fusion step; the trial's reference lag, 2 samples, is the
+#                     Vicon trigger's, not a fusion lag)
 #   gyro_bias_walk    0.05 deg/s/sqrt(s) (BMG160 in the BNO055: zero-rate offset drift over
 #                     temperature +-0.015 deg/s/K)
 HONEST = dict(IDEAL, stance_error_deg=2.5, stm_gain=0.05, accel_scale=0.01, skew_s=0.005,
