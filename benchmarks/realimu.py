@@ -292,9 +292,10 @@ def vicon_hips():
 
 
 def simulated(seed=1, profile="honest", motion=None):
-    """The same unit on the simulated subject (the built-in walk, CMU 131_01, on the legs model)
-    with the honest sensor model: recorded to a raw log, replayed like the real trial, scored
-    against the subject's true pose through the same angle definitions."""
+    """The same unit on the simulated subject performing the trial's Vicon kinematics
+    (ViconMotion) with the honest sensor model: 6 s of stance, then the walk, recorded to a raw
+    log, replayed like the real trial, scored from 6.5 s (after the blend) against the subject's
+    true pose through the same angle definitions."""
     from device.capture.loop import CaptureLoop
     from device.capture.rawlog import RawLogWriter
     from device.capture.unit import build_unit
