@@ -376,9 +376,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object (the tables still go to --out)")
     ap.add_argument("--no-sim", action="store_true")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                                  "docs", "benchmarks", "realimu.txt"))
+    ap.add_argument("--out", help="write the tables here (default docs/benchmarks/realimu.txt, "
+                                   "not with --no-sim: a partial run keeps the docs page)")
     args = ap.parse_args(argv)
+    if args.out is None and not args.no_sim:
+        args.out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "docs", "benchmarks", "realimu.txt")
     if not available():
         print("realimu: the Neura-Sparse trial is not at %s (set MOTIONSTAFF_NEURA)" % DATA, file=sys.stderr)
         return 2
