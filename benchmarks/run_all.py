@@ -33,6 +33,7 @@ SCRIPTS = [
     ("gestures", [], [], 900, 400),
     ("micropython", [], [], 900, 400),
     ("kinematics", [], ["600"], 600, 200),
+    ("realimu", [], ["--no-sim"], 1800, 900),
 ]
 
 

@@ -36,6 +36,7 @@ COMMANDS = {
     "stream": "host.commands.stream",
     "orient": "host.commands.orient",
     "deploy": "host.commands.deploy",
+    "import-imu": "host.commands.import_imu",
 }
 
 

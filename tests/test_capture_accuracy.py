@@ -58,7 +58,11 @@ def test_estimate_survives_dropouts_and_an_outage():
 
 
 def test_calibration_finds_the_mounting():
-    unit = build_unit(default_config(body="human"))
+    # the ideal sensors: the stance is exactly home, so this checks the calibration's algebra
+    # (honest sensors stand off home: tests/test_functional_calibration.py, test_honest_sensors.py)
+    cfg = default_config(body="human")
+    cfg["subject"]["noise"] = {"profile": "ideal"}
+    unit = build_unit(cfg)
     loop = CaptureLoop(unit)
     loop.run(duration_s=1.2)
     errs = []

@@ -147,7 +147,11 @@ def test_fused_orientation_rows_match_finite_differences():
 
 
 def test_the_unit_passes_fused_orientations_in_the_skeleton_world():
-    unit = build_unit(default_config(body="human"))
+    # ideal sensors: the fused orientation is the truth to 0.15 deg (honest BNO055s add offsets,
+    # heading walk, lag and soft tissue: tests/test_honest_sensors.py)
+    cfg = default_config(body="human")
+    cfg["subject"]["noise"] = {"profile": "ideal"}
+    unit = build_unit(cfg)
     loop = CaptureLoop(unit)
     loop.run(frames=30)
     seen = []

@@ -119,7 +119,7 @@ class OrientEstimator:
             q = np.asarray(orient[name], float)
             if np.linalg.norm(q) < 0.5:          # a chip in a raw mode reports a zero quaternion
                 return None
-            return self.world @ quat_to_mat(q)
+            return getattr(self, "world_by", {}).get(name, self.world) @ quat_to_mat(q)
         if reading is None:
             return None
         gyro, accel = np.asarray(reading[0], float), np.asarray(reading[1], float)

@@ -83,6 +83,19 @@ class JsonlReplay:
     def frames(self):
         return len(self.lines)
 
+    def peek(self, start, stop):
+        """Frames start..stop-1 without consuming them (a functional calibration reads the
+        first strides ahead; device/capture/functional.py)."""
+        k = self.k
+        out = []
+        try:
+            for i in range(max(0, start), min(stop, len(self.lines))):
+                self.k = i
+                out.append(self.read())
+        finally:
+            self.k = k
+        return out
+
     def read(self, t_s=None):
         if self.k >= len(self.lines):
             raise EOFError("%s: end of the raw log" % self.path)

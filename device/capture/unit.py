@@ -99,7 +99,7 @@ class Obs:
 
 
 class Unit:
-    def __init__(self, cfg, clip_path=None, replay=None, skeleton=None):
+    def __init__(self, cfg, clip_path=None, replay=None, skeleton=None, motion=None):
         self.cfg = cfg
         self.rate_hz = float(cfg["rate_hz"])
         self.dt_s = 1.0 / self.rate_hz
@@ -113,7 +113,7 @@ class Unit:
             # from gimbal lock: the human model performs the clip (device/capture/retarget.py)
             body = "human"
             self.retargeted = True
-        elif (skeleton is None and replay is None and sub is not None and body in ("human", "human-floating", "humanoid18")
+        elif (skeleton is None and replay is None and sub is not None and body in ("human", "human-floating", "humanoid18", "human-legs")
               and (clip_path or sub.get("clip", "builtin") not in (None, "builtin"))):
             self.retargeted = True          # an explicit clip on a built-in body: retargeted
         self.body = body
@@ -136,6 +136,9 @@ class Unit:
             self.skeleton = human_model(floating=body == "human-floating")
         elif body == "humanoid18":
             self.skeleton = humanoid18()
+        elif body == "human-legs":
+            from device.capture.lowerbody import legs_skeleton
+            self.skeleton = legs_skeleton()
         else:
             self.skeleton = Skeleton.load(body)
         sk = self.skeleton
@@ -150,7 +153,9 @@ class Unit:
         check_estimator_options(cfg, sk, self.dt_s)
         self.subject = None
         if sub is not None and replay is None:
-            if self.retargeted:
+            if motion is not None:
+                pass                            # a given motion function t -> q (dof units)
+            elif self.retargeted:
                 from device.capture.retarget import retarget_clip
                 motion = retarget_clip(load_bvh(clip_path or _clip_path(sub)), sk, max_s=sub.get("max_s"),
                                        fps=max(30.0, self.rate_hz))
@@ -273,7 +278,7 @@ class Unit:
     def read(self, t_s):
         """Every sensor's normalised reading at t_s (None when stale); markers in self.markers2d."""
         if self.replay is not None:
-            return self.replay.read(t_s)
+            return self._replayed(self.replay.read(t_s))
         t0, c0 = time.perf_counter(), time.thread_time()
         if self.subject is not None:
             self.subject.advance(t_s)
@@ -310,6 +315,21 @@ class Unit:
                 self.sim_s += time.perf_counter() - t0     # rendering is the simulator's work
                 self.sim_cpu_s += time.thread_time() - c0
             self.markers2d = find_markers(image, self.predicted_markers2d())
+        return out
+
+    def _replayed(self, readings):
+        """A replayed frame as this config's sensors see it: other sensors dropped; a gyro/accel
+        chip has no fused quaternion even where the log has one."""
+        if self.replay is None or not hasattr(self.replay, "head"):
+            return readings
+        out = {}
+        for n, r in readings.items():
+            chip = self._chip.get(n)
+            if chip is None:
+                continue
+            if r is not None and chip != "bno055" and r.get("quat") is not None:
+                r = dict(r, quat=None)
+            out[n] = r
         return out
 
     def estimate(self, t_s, readings):
@@ -362,13 +382,20 @@ class Unit:
             ori = {}
             if orient and self.cfg.get("fused_orientation", True):
                 W = self.calibrated["world"]
+                W_by = self.calibrated.get("world_by", {})     # per sensor (functional calibration)
                 names = list(orient)
                 qs = np.array([orient[n] for n in names], float)
                 ok = np.einsum("ij,ij->i", qs, qs) > 0.25           # |q| > 0.5 (raw modes read 0)
                 if ok.any():
                     # all sensors at once: W R(q / |q|) (quat_to_mat normalises)
-                    Rs = np.matmul(W, quat_to_mat(qs[ok]))
-                    ori = dict(zip([n for n, o in zip(names, ok) if o], Rs))
+                    kept = [n for n, o in zip(names, ok) if o]
+                    Rs = quat_to_mat(qs[ok])
+                    if W_by:
+                        Ws = np.array([W_by.get(n, W) for n in kept], float)
+                        Rs = np.matmul(Ws, Rs)
+                    else:
+                        Rs = np.matmul(W, Rs)
+                    ori = dict(zip(kept, Rs))
             if self.camera is not None and any(v is not None for v in self.markers2d.values()):
                 if not hasattr(self, "_est_camera"):
                     self._est_camera = self.camera.model.to_estimate_camera()
@@ -433,8 +460,28 @@ class Unit:
         self.branch_resets = getattr(self, "branch_resets", 0) + 1
         return est.q_dof
 
+    def _functional(self, still_res):
+        """Functional calibration (device/capture/functional.py): the still window's readings
+        and the first functional_s seconds of walking after it. A replay reads those strides
+        ahead; a live unit would record them first (stand, then walk a few steps)."""
+        from device.capture.functional import functional_calibration, walk_onset
+        if not hasattr(self.replay, "peek"):
+            raise ValueError("calibration 'functional_s' needs a raw-log replay (the first strides are read ahead)")
+        n_still = self.calibration.frames
+        ahead = [self._replayed(r) for r in self.replay.peek(self.replay.k, self.replay.k + int(60 * self.rate_hz))]
+        on = walk_onset(ahead)
+        if on is None:
+            raise ValueError("%s: no walk after the still window (functional calibration)" % self.replay.path)
+        n_fun = int(round(self.cfg["calibration"]["functional_s"] * self.rate_hz))
+        still = [self._replayed(r) for r in self.replay.peek(self.replay.k - n_still, self.replay.k)]
+        res = functional_calibration(self.skeleton, self.cal_sensors, still, ahead[on:on + n_fun],
+                                     hinge=self.cfg["calibration"].get("hinge", "seel"))
+        return res
+
     def _finish_calibration(self):
         res = self.calibration.result()
+        if (self.cfg.get("calibration") or {}).get("functional_s"):
+            res = self._functional(res)
         self.calibrated = res
         sk = self.skeleton
         imu_links = {s["name"]: s["link"] for s in self.cal_sensors}
@@ -459,6 +506,7 @@ class Unit:
                                   sample_dt_s=(1.0 / _fifo_rate(fifo[0])) if fifo and fifo[0] else None,
                                   use_mag=use_mag)
             est.world = res["world"]
+            est.world_by = res.get("world_by", {})
             est.gyro_bias = res["gyro_bias"]
             for n, R in res["ahrs"].items():
                 m = self._cal_mag.get(n)
@@ -582,11 +630,23 @@ def humanoid18():
     return Skeleton(h.links, dofs, h.features, name="humanoid18", gravity=h.gravity, meta=h.meta)
 
 
-def build_unit(cfg, clip_path=None, replay=None, skeleton=None):
+def build_unit(cfg, clip_path=None, replay=None, skeleton=None, log_config=True, motion=None):
     """The unit for a config; replay (a device.capture.rawlog source) replaces the buses; a raw
-    log brings its own config and skeleton."""
-    if replay is not None and hasattr(replay, "head"):
+    log brings its own config and skeleton (log_config=False: cfg's, whose sensors the log must have)."""
+    if replay is not None and hasattr(replay, "head") and not log_config:
+        from protocol.errors import FormatError
+        have = {s["name"] for s in replay.head.get("sensors") or []}
+        want = [s["name"] for s in cfg.get("sensors") or []]
+        miss = [n for n in want if n not in have]
+        if not want or miss:
+            raise FormatError("%s: the raw log has no sensor %s of the config" % (
+                replay.path, miss[0] if miss else "(the config lists none)"))
+        if abs(float(cfg["rate_hz"]) - float(replay.rate_hz)) > 1e-6:
+            raise FormatError("%s: the raw log runs at %g Hz, the config at %g Hz (mismatched rates)"
+                              % (replay.path, replay.rate_hz, cfg["rate_hz"]))
+        cfg = dict(cfg, subject=None)
+    elif replay is not None and hasattr(replay, "head"):
         from device.body.skeleton import Skeleton
         cfg = dict(replay.head["config"], sensors=replay.head["sensors"], subject=None)
         skeleton = skeleton or Skeleton.from_dict(replay.head["skeleton"])
-    return Unit(cfg, clip_path=clip_path, replay=replay, skeleton=skeleton)
+    return Unit(cfg, clip_path=clip_path, replay=replay, skeleton=skeleton, motion=motion)

@@ -135,9 +135,13 @@ def run(args):
         replay = open_replay(path, rate_hz=args.rate)
         if not hasattr(replay, "head"):
             cfg = single_imu_config(replay.rate_hz)
+        elif not args.config:
+            # the log's own unit, with --estimator / --rate applied to it
+            cfg = dict(replay.head["config"], sensors=replay.head["sensors"], subject=None)
+            cfg["estimator"] = args.estimator or cfg.get("estimator", "ekf")
     if args.clip and not os.path.exists(args.clip):
         raise FileNotFoundError(2, "No such file or directory", args.clip)
-    unit = build_unit(cfg, clip_path=args.clip, replay=replay)
+    unit = build_unit(cfg, clip_path=args.clip, replay=replay, log_config=replay is None or not hasattr(replay, "head"))
     captured = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     record = args.record
     png_out = None
