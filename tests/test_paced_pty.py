@@ -6,6 +6,7 @@ by pyserial; the twin carries bytes at 115200 baud of a fake clock to the firmwa
 """
 
 import random
+import select
 
 import serial
 
@@ -81,14 +82,31 @@ def test_a_line_too_slow_for_the_frames_skips_whole_frames_only():
     rig.close()
 
 
+def test_a_saturated_line_still_repeats_the_header_every_second():
+    t = [0.0]
+    twin = SerialTwin(clock=lambda: t[0])
+    port = serial.serial_for_url(twin.path, baudrate=115200, timeout=0, write_timeout=0)
+    out = PacketOutput(port, _header(48), clock=lambda: t[0])
+    for k in range(1500):                      # 300 frames/s asked, 190 fit
+        out(k, t[0], None, [k % 256] * 48)
+        t[0] += 1.0 / 300
+        twin.pump()
+    c = out.counts()
+    assert c["header_repeats"] >= 5 and c["sent_header"] >= 5 * len(out.link._tails)
+    assert c["frames_skipped"] > 0 and twin.counts["overrun_bytes"] == 0
+    port.close()
+    twin.close()
+
+
 def test_the_old_unpaced_write_overruns_the_real_buffer():
     # an oracle for the twin: writing a burst beyond 4 KiB at once is what the issue saw fail
     t = [0.0]
     twin = SerialTwin(baud=115200, buffer_bytes=4096, clock=lambda: t[0])
     port = serial.serial_for_url(twin.path, baudrate=115200, timeout=0, write_timeout=0)
-    port.write(b"\x55" * 12000)                  # the kernel's pty takes most of it at once
-    twin.pump()
-    assert twin.counts["written"] > 8000
+    n = port.write(b"\x55" * 12000)              # the kernel's pty takes most of it at once
+    while twin.counts["written"] < n and select.select([twin.master], [], [], 5.0)[0]:
+        twin.pump()                               # (the kernel hands the bytes over in chunks)
+    assert twin.counts["written"] == n > 8000
     assert twin.counts["overrun_bytes"] == twin.counts["written"] - 4096
     t[0] = 0.1                                    # 0.1 s at 11520 B/s: 1152 bytes cross
     assert len(twin.pump()) == 1152
