@@ -31,7 +31,8 @@ The OP3 MJCF (MuJoCo Menagerie robotis_op3, Apache-2.0, LICENSE beside it) is pa
 the SO-101 (LeRobot, Apache-2.0, 16 MB of STL) is read from ../shared/data/robots/so101/ (or
 $MOTIONSTAFF_ROBOT_MODELS/so101): a robot with no model is a one-line ValueError.
 The MJCF's ideal position actuators are replaced by torque motors (ctrl = N m, range the
-servo's stall torque), which host.physics.servo drives each step.
+servo's stall torque, .servo_spec), which host.physics.servo drives each step; the joints'
+damping loses the motor's back-EMF part (the servo model adds it while torque is on).
 """
 
 import os
@@ -62,8 +63,8 @@ SEGMENTS = {
 
 # which model each built-in description uses; sign: MJCF joint deg = sign * servo deg
 MODELS = {
-    "op3-dynamixel": {"model": "op3", "sign": -1.0, "stall_nm": 4.1},
-    "so101-feetech": {"model": "so101", "sign": 1.0, "stall_nm": 2.94},
+    "op3-dynamixel": {"model": "op3", "sign": -1.0, "servo": "xm430-w350"},
+    "so101-feetech": {"model": "so101", "sign": 1.0, "servo": "sts3215"},
 }
 
 
@@ -86,8 +87,10 @@ def model_path(kind):
 
 
 class RobotModel:
-    def __init__(self, description, kind, sign, stall_nm, path):
+    def __init__(self, description, kind, sign, servo_spec, path):
         import mujoco
+        stall_nm = servo_spec.stall_nm
+        self.servo_spec = servo_spec
         self.description = description
         self.name = description.name
         self.kind = kind
@@ -119,6 +122,9 @@ class RobotModel:
                 lo = max(lo, np.degrees(j.range[0]))
                 hi = min(hi, np.degrees(j.range[1]))
             j.range = np.radians([lo, hi])
+            # the model's identified damping includes the motor's back-EMF braking, which
+            # host.physics.servo adds while torque is on; the joint keeps the gear train's rest
+            j.damping[0] = max(0.05, float(j.damping[0]) - servo_spec.braking_nm_s)
             j.limited = mujoco.mjtLimited.mjLIMITED_TRUE
             # torque motor: force = ctrl (N m), clamped to the stall torque
             a.set_to_motor()
@@ -259,4 +265,5 @@ def load_robot(name):
     path = model_path(entry["model"])
     if not os.path.isfile(path):
         raise ValueError("robot %s: model file %s is missing" % (desc.name, path))
-    return RobotModel(desc, entry["model"], entry["sign"], entry["stall_nm"], path)
+    from host.physics.servo import SPECS
+    return RobotModel(desc, entry["model"], entry["sign"], SPECS[entry["servo"]], path)
