@@ -44,6 +44,17 @@ class Emulator:
         self.timeline.append((t, servo, units, self.to_deg(servo, units)))
         self.commands += 1
 
+    def body_state(self, servo):
+        """(position units, load or None, moving, velocity units/s or None) from the body, or
+        None without a body or when the body has no such servo."""
+        if self.body is None:
+            return None
+        r = self.body.read(servo)
+        if r is None:
+            return None
+        vel = getattr(self.body, "velocity_units", None)
+        return r[0], r[1], r[2], (vel(servo) if vel is not None else None)
+
     def feed(self, data):
         with self.lock:
             out = self._feed(bytes(data))

@@ -113,20 +113,16 @@ class DynamixelEmulator(Emulator):
 
     def _sense(self, sid):
         """Present Position / Velocity / Current and Moving from the body."""
-        if self.body is None:
+        r = self.body_state(sid)
+        if r is None:
             return
         t = self.tables[sid]
-        r = self.body.read(sid)
-        if r is None:                      # the body has no such servo
-            return
-        pos, load, moving = r
+        pos, load, moving, vel = r
         struct.pack_into("<i", t, dx.PRESENT_POSITION, int(pos))
         cur = 0 if load is None else int(round(load * STALL_CURRENT_MA / CURRENT_UNIT_MA))
         struct.pack_into("<h", t, PRESENT_CURRENT, max(-32768, min(32767, cur)))
-        vel = getattr(self.body, "velocity_units", None)
         if vel is not None:
-            v = vel(sid) * 60.0 / 4096 / RPM_UNIT
-            struct.pack_into("<i", t, PRESENT_VELOCITY, int(round(v)))
+            struct.pack_into("<i", t, PRESENT_VELOCITY, int(round(vel * 60.0 / 4096 / RPM_UNIT)))
         t[MOVING] = 1 if moving else 0
 
     def _run(self, sid, inst, p):

@@ -103,17 +103,14 @@ class FeetechEmulator(Emulator):
                            t[P_COEF], t[D_COEF])
 
     def _sense(self, sid):
-        if self.body is None:
+        r = self.body_state(sid)
+        if r is None:
             return
         t = self.tables[sid]
-        r = self.body.read(sid)
-        if r is None:                      # the body has no such servo
-            return
-        pos, load, moving = r
+        pos, load, moving, vel = r
         t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2] = ft.word(pos, self.series, self.signed)
-        vel = getattr(self.body, "velocity_units", None)
         if vel is not None:
-            t[PRESENT_SPEED:PRESENT_SPEED + 2] = ft.word(int(round(vel(sid))), self.series, True)
+            t[PRESENT_SPEED:PRESENT_SPEED + 2] = ft.word(int(round(vel)), self.series, True)
         permille = 0 if load is None else int(round(max(-1.0, min(1.0, load)) * 1000))
         # load: 0.1 % of the maximum, sign in bit 10
         raw = ft.sign_magnitude(permille, 10)
