@@ -170,3 +170,52 @@ def test_feetech_and_maestro_hooks_convert_registers():
     assert m.feed(bytes((0x90, 3))) == bytes(((1003) & 0xFF, 1003 >> 8))   # its ramped output
     m.feed(bytes((0x84, 3, 0, 0)))                  # 0 = pulses off
     assert body.goals[3][2] is False
+
+
+def test_emulate_physics_serves_the_simulated_op3():
+    """`motionstaff emulate dynamixel --physics op3-dynamixel`: a real SDK client over the pty
+    moves the simulated head and reads its Present Position back (real-time paced twin)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    sdk = pytest.importorskip("dynamixel_sdk")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "emulate", "dynamixel", "--physics",
+                             "op3-dynamixel"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        path = proc.stdout.readline().strip()
+        port = sdk.PortHandler(path)
+        assert port.openPort() and port.setBaudRate(1000000)
+        ph = sdk.PacketHandler(2.0)
+        from device.servo.robot import load_robot
+        pan = [s for s in load_robot("op3-dynamixel").servos if s.name == "head_pan"][0]
+        assert ph.write1ByteTxRx(port, pan.id, dx.TORQUE_ENABLE, 1)[0] == sdk.COMM_SUCCESS
+        goal = pan.to_units(-40.0)
+        assert ph.write4ByteTxRx(port, pan.id, dx.GOAL_POSITION, goal)[0] == sdk.COMM_SUCCESS
+        seen = []
+        deadline = time.monotonic() + 20.0           # a bound, not a synchronisation
+        while time.monotonic() < deadline:
+            pos, res, _ = ph.read4ByteTxRx(port, pan.id, dx.PRESENT_POSITION)
+            assert res == sdk.COMM_SUCCESS
+            seen.append(pos)
+            if abs(pos - goal) <= 20:
+                break
+        assert abs(seen[-1] - goal) <= 20 and len(set(seen)) > 2    # it moved there, in steps
+        port.closePort()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "commands" in err
+
+
+def test_emulate_physics_bad_robot_is_one_line(capsys):
+    from host.cli import main
+    assert main(["emulate", "maestro", "--physics", "khr17-maestro"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "khr17-maestro has no physics model" in err[0]
+    assert main(["emulate", "feetech", "--physics", "op3-dynamixel"]) == 2
+    assert "dynamixel controller, not feetech" in capsys.readouterr().err

@@ -195,3 +195,8 @@ if os.environ.get("MOTIONSTAFF_NUMBA", "1") != "0":
         _servo_step = numba.njit(cache=True)(_servo_step_py)
     except ImportError:
         pass
+
+
+def warm_up():
+    """Compile the servo step now (numba), not in the first physics step."""
+    ServoBank(SPECS["xm430-w350"], 1).torque(np.zeros(1), np.zeros(1), 0.002)

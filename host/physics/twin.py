@@ -30,7 +30,7 @@ import numpy as np
 
 from host.physics.models import RobotModel, load_robot
 from host.physics.servo import CONTROLLER_SPEC, SPECS, ServoBank, dynamixel_kd, dynamixel_kp, \
-    feetech_kd, feetech_kp
+    feetech_kd, feetech_kp, warm_up
 
 MOVING_THRESHOLD_RAD_S = 10 * 0.229 * 2 * math.pi / 60      # Dynamixel default Moving Threshold
 
@@ -61,6 +61,7 @@ class Twin:
         d.qpos[rm.qadr] = q0
         mujoco.mj_forward(self.model, d)
         self.bank = ServoBank(self.spec, self.n, q0)
+        warm_up()
         self.lock = threading.RLock()
         self.steps = 0
         self.torso_id = self.model.body(rm.segments.get("torso", rm.segments.get("base"))).id
@@ -77,8 +78,8 @@ class Twin:
 
     def step(self, n=1):
         m, d, bank, rm = self.model, self.data, self.bank, self.rm
-        with self.lock:
-            for _ in range(n):
+        for _ in range(n):
+            with self.lock:                     # per step: the bus side never waits long
                 q = d.qpos[rm.qadr]
                 qd = d.qvel[rm.dadr]
                 d.ctrl[rm.act_id] = bank.torque(q, qd, self.dt_s)
@@ -97,13 +98,14 @@ class Twin:
             self.step(target - self.steps)
 
     def run_realtime(self, stop, rate=1.0, chunk_s=0.005):
-        """Step paced by the wall clock until stop (a threading.Event) is set."""
+        """Step paced by the wall clock until stop (a threading.Event) is set. A machine too
+        slow to keep up runs behind (simulated time never skips)."""
         t0 = time.monotonic()
         s0 = self.time_s
         while not stop.is_set():
             due = s0 + (time.monotonic() - t0) * rate
             if due > self.time_s:
-                self.advance_to(due)
+                self.advance_to(min(due, self.time_s + 4 * chunk_s))
             stop.wait(chunk_s)
 
     # --- the emulator hook ------------------------------------------------------------------
