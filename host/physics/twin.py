@@ -64,6 +64,8 @@ class Twin:
         warm_up()
         self.lock = threading.RLock()
         self.steps = 0
+        self.sat_steps = 0                      # servo-steps at full duty
+        self.on_steps = 0                       # servo-steps with torque on
         self.torso_id = self.model.body(rm.segments.get("torso", rm.segments.get("base"))).id
         self.floor_geoms = set(g for g in range(self.model.ngeom)
                                if self.model.geom_bodyid[g] == 0)
@@ -85,6 +87,8 @@ class Twin:
                 d.ctrl[rm.act_id] = bank.torque(q, qd, self.dt_s)
                 self._mj.mj_step(m, d)
                 self.steps += 1
+                self.sat_steps += bank.counts[0]
+                self.on_steps += bank.counts[1]
 
     def advance(self, seconds):
         """Step until simulated time has moved on by `seconds` (whole steps)."""
