@@ -66,15 +66,19 @@ def test_simulation_is_deterministic_and_seeded():
     c = run_simulation(st, "op3-dynamixel", seed=6, settle_s=0.0, record=True)
     assert np.array_equal(np.array(a.qpos), np.array(b.qpos))
     assert not np.array_equal(np.array(a.qpos), np.array(c.qpos))
-    drop = ("wall_s", "realtime_factor")
+    drop = ("wall_s", "realtime_factor", "cpu_realtime_factor")
     assert {k: v for k, v in a.report.items() if k not in drop} == \
         {k: v for k, v in b.report.items() if k not in drop}
 
 
-def test_render_and_record_and_compare(tmp_path, capsys):
+def short_clip(frames):
     full = read_motion(os.path.join(REPO, "host", "data", "131_03_short.bvh"))
-    st = Staff(full.values[:, :12], full.rows, fps=full.fps, bits=full.bits, skeleton=full.skeleton,
-               meta=full.meta)
+    return Staff(full.values[:, :frames], full.rows, fps=full.fps, bits=full.bits, skeleton=full.skeleton,
+                 meta=full.meta)
+
+
+def test_render_and_record_and_compare(tmp_path, capsys):
+    st = short_clip(12)
     src = tmp_path / "clip.bvh"
     write_motion(str(src), st)
     gif, rec = tmp_path / "robot.gif", tmp_path / "run.json"
@@ -110,3 +114,19 @@ def test_bad_input_is_one_line(tmp_path, capsys, monkeypatch):
     assert main(["simulate", str(p), "--robot", "so101-feetech"]) == 2
     err = capsys.readouterr().err
     assert "model file" in err and "is missing" in err
+
+
+def test_viewer_serves_the_simulated_robot_beside_the_person():
+    import urllib.request
+    from host.physics.recording import recording_staff, robot_body_json
+    from host.view import Viewer
+    st = short_clip(9)
+    sim = run_simulation(st, "op3-dynamixel", settle_s=0.0, record=True)
+    doc = robot_body_json(sim)
+    assert len(doc["segments"]) == doc["frames"] * doc["shapes"] * 6 and doc["frames"] == 9
+    with Viewer([st], names=["clip"], extra=[(doc["name"], doc, recording_staff(doc))]) as v:
+        bodies = json.loads(urllib.request.urlopen(v.url + "bodies.json").read())
+        assert [b["name"] for b in bodies] == ["clip", "op3-dynamixel (simulated)"]
+        served = json.loads(urllib.request.urlopen(v.url + "body/1.json").read())
+        assert served["segments"] == doc["segments"]
+        assert urllib.request.urlopen(v.url + "staff/1.png").read()[:4] == b"\x89PNG"

@@ -16,7 +16,8 @@ of standing or tilt above 45 deg), self_collision_frames, tracking_rms_deg (comm
 achieved one frame period later, over driven servos), pose_error_deg (from the retargeter,
 null without it), torque_saturated_frac (servo-steps at full duty / servo-steps with torque
 on), foot_slip_mm (largest travel of a foot from where it touched down while it stays on the
-floor), retimed, infeasible, plus mapping, servos_driven, sim_s, wall_s, realtime_factor.
+floor), retimed, infeasible, plus mapping, servos_driven, sim_s, wall_s, realtime_factor (simulated
+over wall seconds) and cpu_realtime_factor (over this process's CPU seconds).
 """
 
 import math
@@ -143,6 +144,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
             run.achieved_deg.append(achieved)
 
     wall0 = time.perf_counter()
+    cpu0 = time.process_time()
     player.start()
     summary = player.play(played.values, played.fps, on_frame=on_frame)
     # the last command held for settle_s: a fall right after the motion counts
@@ -151,6 +153,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         twin.advance(min(0.02, end - twin.time_s))
         observe(twin.time_s - st["t0"])
     wall = time.perf_counter() - wall0
+    cpu = time.process_time() - cpu0
     sat_steps = twin.sat_steps - st["sat0"][0]
     on_steps = twin.on_steps - st["sat0"][1]
     rep = {
@@ -172,6 +175,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         "sim_s": round(twin.time_s, 3),
         "wall_s": round(wall, 3),
         "realtime_factor": round(twin.time_s / wall, 2) if wall > 0 else None,
+        "cpu_realtime_factor": round(twin.time_s / cpu, 2) if cpu > 0 else None,
         "seed": seed,
     }
     run.report = rep
