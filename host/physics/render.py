@@ -44,6 +44,15 @@ def pick_gl():
 
 def robot_frames(run, fps, size_px=(320, 240), speed=1.0):
     """RGB frames of the recorded run at fps (simulated time / speed)."""
+    times = np.asarray(run.times_s)
+    n = max(1, int(np.floor(times[-1] / speed * fps)) + 1) if len(times) else 0
+    idx = [min(len(times) - 1, max(0, int(np.searchsorted(times, j * speed / fps, side="right")) - 1))
+           for j in range(n)]
+    return frames_at(run, idx, size_px)
+
+
+def frames_at(run, indices, size_px=(320, 240)):
+    """RGB frames of the run's recorded states at these indices (camera follows the torso)."""
     import mujoco
     rm = run.robot
     m = rm.model
@@ -58,16 +67,13 @@ def robot_frames(run, fps, size_px=(320, 240), speed=1.0):
     d = mujoco.MjData(m)
     cam = mujoco.MjvCamera()
     cam.type = mujoco.mjtCamera.mjCAMERA_FREE
-    cam.azimuth, cam.elevation = 150.0, -12.0
-    cam.distance = 0.85 if rm.floating else 0.75
-    times = np.asarray(run.times_s)
+    cam.azimuth, cam.elevation = 150.0, -20.0
+    cam.distance = 1.0 if rm.floating else 0.75
     torso = rm.model.body(rm.segments.get("torso", rm.segments.get("base"))).id
     look = None
     try:
-        n = max(1, int(np.floor(times[-1] / speed * fps)) + 1) if len(times) else 0
-        for j in range(n):
-            k = min(len(times) - 1, int(np.searchsorted(times, j * speed / fps, side="right")) - 1)
-            d.qpos[:] = run.qpos[max(0, k)]
+        for k in indices:
+            d.qpos[:] = run.qpos[min(int(k), len(run.qpos) - 1)]
             mujoco.mj_forward(m, d)
             p = d.xpos[torso].copy() if rm.floating else np.array([0.15, 0.0, 0.15])
             # the camera follows the torso: look <- look + 0.2 (p - look), height kept
@@ -109,6 +115,11 @@ def render_run(run, out_path, person=None, fps=None, size_px=(320, 240)):
     if ext == ".gif":
         return write_gif(frames, out_path, fps)
     return write_mp4(frames, out_path, fps, out_size)
+
+
+def beside(left, right, size_px):
+    """Frames of `left` (resized to size_px) beside frames of `right`, as long as `right`."""
+    return _beside(right, left, size_px)
 
 
 def _beside(robot, people, size_px):
