@@ -109,7 +109,7 @@ def test_port_disappears_and_comes_back():
     p = Player(robot, drv, row_names=human_model().dof_names, clock=lambda: t[0])
     p.start()
     p.send_frame({"l_knee_flex": 5.0}, 0.01)
-    assert emu.wait_for(lambda e: e.positions.get(14) is not None and e.positions[14] < 2048, 5.0)
+    assert emu.wait_for(lambda e: e.positions.get(14) is not None and e.positions[14] > 2048, 5.0)
     srv.disconnect()                                   # unplugged
     for k in range(5):
         t[0] += 0.02
