@@ -135,3 +135,22 @@ def test_staff_without_skeleton_is_one_line():
         retarget_to_robot(s, "op3-dynamixel")
     with pytest.raises(FormatError, match="no physics model"):
         retarget_to_robot(squat_staff(0.2), "khr17-maestro")
+
+
+def test_cli_retarget_by_pose_and_bad_input(tmp_path, capsys):
+    from host.cli import main
+    from host.formats import read_motion, write_motion
+    src = tmp_path / "squat.bvh"
+    write_motion(str(src), squat_staff(0.5))
+    dst = tmp_path / "op3.csv"
+    assert main(["retarget", str(src), str(dst), "--robot", "op3-dynamixel"]) == 0
+    out = capsys.readouterr().out
+    assert "median pose error" in out and "wrote" in out
+    back = read_motion(str(dst))
+    assert back.names == [s.name for s in load_robot("op3-dynamixel").servos]
+    for argv, what in (([str(src), str(dst), "--robot", "khr17-maestro"], "no physics model"),
+                       ([str(src), str(dst), "x.png", "--robot", "op3-dynamixel"], "SRC and DST only"),
+                       ([str(tmp_path / "none.bvh"), str(dst), "--robot", "op3-dynamixel"], "none.bvh")):
+        assert main(["retarget"] + argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("motionstaff: ") and what in err and err.count("\n") == 1, err

@@ -11,9 +11,9 @@ from LeRobot), or host.physics.models when the physics twin carries them. The OP
 joint limits: the description's are applied (converted to the model's sign). Sign: the servo
 degrees of the description (device/servo/robots/*.json, whose "human" map says what each
 positive angle does) against the model's joint axes: model_rad = sign * radians(servo_deg).
-For the OP3 every arm and leg joint is -1 (its description counts flexion the other way from the
-Menagerie axes: e.g. r_knee 0..140 deg is flexion, the model's +r_knee extends), the head +1;
-the SO-101 description follows the model (+1).
+The sign is the physics twin's (host.physics.models.MODELS): -1 for every OP3 joint (its
+description counts flexion the other way from the Menagerie axes: r_knee 0..140 deg is flexion,
+the model's +r_knee extends), +1 for the SO-101.
 """
 
 import os
@@ -26,13 +26,11 @@ _REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 # ../shared/data/robots next to the repository (a clone in /work/main, or a worktree one deeper)
 SHARED_CANDIDATES = [os.path.join(_REPO, *([".."] * k), "shared", "data", "robots") for k in (1, 2)]
 SHARED = SHARED_CANDIDATES[0]
-OP3_LEGS = ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ank_pitch", "ank_roll")
 
 SPECS = {
     "op3-dynamixel": {
         "model": ("robotis_op3", "scene.xml"), "humanoid": True, "torso": "body_link",
-        "sign": dict([(s + "_" + j, -1.0) for s in "lr" for j in OP3_LEGS + ("sho_pitch", "sho_roll", "el")]
-                     + [("head_pan", 1.0), ("head_tilt", 1.0)]),
+        "sign": -1.0,
         # robot points: a body's origin, or a site added at pos in a body's frame
         "points": {
             "l_hip": ("body", "l_hip_pitch_link"), "r_hip": ("body", "r_hip_pitch_link"),
@@ -58,7 +56,7 @@ SPECS = {
     },
     "so101-feetech": {
         "model": ("so101", "so101_new_calib.xml"), "humanoid": False, "torso": None,
-        "sign": {},
+        "sign": 1.0,
         "points": {
             "r_shoulder": ("body", "upper_arm"), "r_elbow": ("body", "lower_arm"),
             "r_wrist": ("body", "wrist"), "r_hand_tip": ("site", "gripper", (-0.0079, -0.0002, -0.0981)),
@@ -78,12 +76,10 @@ def model_path(robot_name):
     d, f = spec["model"]
     try:
         from host.physics import models as pm           # the physics twin's copy, when present
-        p = getattr(pm, "model_path", None)
-        if p is not None:
-            got = p(robot_name)
-            if got and os.path.exists(got):
-                return got
-    except ImportError:
+        got = pm.model_path(pm.MODELS[robot_name]["model"])
+        if got and os.path.exists(got):
+            return got
+    except (ImportError, KeyError, AttributeError):
         pass
     for base in [os.path.join(_REPO, "host", "physics", "models")] + SHARED_CANDIDATES:
         p = os.path.join(base, d, f)
@@ -110,7 +106,13 @@ class RobotBody:
         sp = self.spec
         self.servos = self.robot.servos
         self.servo_names = [s.name for s in self.servos]
-        self.sign = np.array([sp["sign"].get(n, 1.0) for n in self.servo_names])
+        sign = sp["sign"]
+        try:
+            from host.physics.models import MODELS
+            sign = float(MODELS[robot_name]["sign"])
+        except (ImportError, KeyError):
+            pass
+        self.sign = np.full(len(self.servo_names), sign)
         for k, s in enumerate(self.servos):
             j = ms.joint(s.name)
             if j is None:

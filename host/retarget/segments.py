@@ -153,6 +153,15 @@ def person_frames(staff, needed=None):
         P = P[None]
     up = _world_up(sk)
     raw = {k: P[:, i] for k, i in idx.items()}
+    if "l_hip" in raw and "r_hip" in raw and "neck" in raw:
+        trunk = np.median(raw["neck"] - 0.5 * (raw["l_hip"] + raw["r_hip"]), axis=0)
+        n = np.linalg.norm(trunk)
+        if n > 0 and trunk @ up < 0.5 * n:
+            # the skeleton's gravity disagrees with its body (a Z-up body written as Y-up BVH):
+            # up is the coordinate axis the trunk stands along
+            k = int(np.argmax(np.abs(trunk)))
+            up = np.zeros(3)
+            up[k] = np.sign(trunk[k])
     if "l_hip" in raw and "r_hip" in raw:
         raw["mid_hip"] = 0.5 * (raw["l_hip"] + raw["r_hip"])
         left = raw["l_hip"] - raw["r_hip"]
