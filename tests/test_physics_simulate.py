@@ -130,3 +130,18 @@ def test_viewer_serves_the_simulated_robot_beside_the_person():
         served = json.loads(urllib.request.urlopen(v.url + "body/1.json").read())
         assert served["segments"] == doc["segments"]
         assert urllib.request.urlopen(v.url + "staff/1.png").read()[:4] == b"\x89PNG"
+
+
+def test_so101_through_the_feetech_emulator():
+    from host.physics.models import model_path
+    if not os.path.isfile(model_path("so101")):
+        pytest.skip("SO-101 model (../shared/data/robots/so101) is absent")
+    names = [s.name for s in load_description("so101-feetech").servos]
+    t = np.arange(40) / 50.0
+    vals = np.zeros((len(names), len(t)))
+    vals[names.index("shoulder_lift")] = 30 * np.sin(2 * math.pi * t)
+    vals[names.index("elbow_flex")] = -20 * np.sin(2 * math.pi * t)
+    st = Staff(vals, [Row(n, "deg", -180.0, 180.0, True) for n in names], fps=50, bits=16)
+    rep = simulate_staff(st, "so101-feetech", settle_s=0.2)
+    assert rep["fell"] is False and rep["foot_slip_mm"] is None
+    assert rep["servos_driven"] == 6 and 0.0 < rep["tracking_rms_deg"] < 6.0
