@@ -92,6 +92,19 @@ def test_render_and_record_and_compare(tmp_path, capsys):
     doc, achieved = read_recording(str(rec))
     assert doc["frames"] == len(doc["times_s"]) == rep["frames"]
     assert achieved.names == NAMES
+    # motionstaff view CLIP --robot-run run.json: served beside the person (stops at once here)
+    import argparse
+    import threading
+    from host.commands import view
+    stop = threading.Event()
+    stop.set()
+    args = argparse.Namespace(staffs=[str(src)], port=0, no_browser=True, robot=None, robot_run=str(rec))
+    assert view.run(args, stop_event=stop) == 0
+    capsys.readouterr()
+    bad = tmp_path / "not_a_run.json"
+    bad.write_text("{}")
+    assert main(["view", str(src), "--robot-run", str(bad), "--no-browser"]) == 2
+    assert "not a simulation recording" in capsys.readouterr().err
 
 
 def test_bad_input_is_one_line(tmp_path, capsys, monkeypatch):
