@@ -221,3 +221,25 @@ def test_emulate_physics_bad_robot_is_one_line(capsys):
     assert len(err) == 1 and "khr17-maestro has no physics model" in err[0]
     assert main(["emulate", "feetech", "--physics", "op3-dynamixel"]) == 2
     assert "dynamixel controller, not feetech" in capsys.readouterr().err
+
+
+def test_simport_charges_wire_time_and_return_delay():
+    from host.physics.simport import SimPort
+
+    class Clock:
+        time_s = 0.0
+
+        def advance_to(self, t):
+            self.time_s = max(self.time_s, t)
+
+    class Echo:
+        def feed(self, b):
+            return b"\x00" * 10 if b.startswith(b"?") else b""
+
+    c = Clock()
+    port = SimPort(Echo(), c, 1000000, reply_delay_s=0.0005)
+    port.write(b"x" * 100)                          # 100 bytes x 10 bits at 1 Mbps = 1 ms
+    assert c.time_s == pytest.approx(0.001)
+    port.write(b"?" * 10)                           # 0.1 ms on the wire, then 0.5 ms return delay
+    assert port.read(10) == b"\x00" * 10
+    assert c.time_s == pytest.approx(0.001 + 0.0001 + 0.0005 + 0.0001)

@@ -23,7 +23,7 @@ class TwinEnd:
         from device.servo.bridge import LinkBridge
         from device.servo.drivers import open_driver
         from device.servo.emulate import make_emulator
-        from host.physics.simport import SimPort
+        from host.physics.simport import REPLY_DELAY_S, SimPort
         from host.physics.twin import Twin
         self.clock = clock
         self.twin = Twin(robot_name, seed=seed)
@@ -33,7 +33,7 @@ class TwinEnd:
         if desc.controller in ("dynamixel", "feetech"):
             kw["ids"] = self.twin.ids
         self.emu = make_emulator(desc.controller, **kw)
-        self.port = SimPort(self.emu, self.twin, desc.baud)
+        self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0))
         self.driver = open_driver(desc.controller, self.port, **dict(desc.options))
         self.bridge = LinkBridge(desc, self.driver, clock=clock)
         self.run = Run()

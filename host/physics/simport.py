@@ -5,13 +5,17 @@
     # each byte takes its wire time (10 bits at the baud rate) on the twin's clock: the body
     # moves on while a frame is on the wire, and the emulator acts when the last byte is in
 
-No pty, no threads: deterministic. Replies come back with their own wire time.
+No pty, no threads: deterministic. Replies come back after the servo's return delay
+(reply_delay_s; XM430 default Return Delay Time 250 x 2 us = 0.5 ms) and their own wire time.
 """
+
+REPLY_DELAY_S = {"dynamixel": 0.0005}      # XM430 control table 9, default 250 (2 us units)
 
 
 class SimPort:
-    def __init__(self, emulator, twin, baud):
+    def __init__(self, emulator, twin, baud, reply_delay_s=0.0):
         self.emu = emulator
+        self.reply_delay_s = reply_delay_s
         self.twin = twin
         self.baud = float(baud or 115200)
         self.rx = b""
@@ -29,7 +33,10 @@ class SimPort:
         b = bytes(b)
         self._wire(len(b))
         self.bytes_out += len(b)
-        self.rx += self.emu.feed(b)
+        reply = self.emu.feed(b)
+        if reply and self.reply_delay_s:
+            self.bus_t_s += self.reply_delay_s
+        self.rx += reply
         return len(b)
 
     def read(self, n=1):

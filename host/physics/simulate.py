@@ -73,7 +73,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     from device.servo.emulate import make_emulator
     from device.servo.player import Player
     from host.physics.models import load_robot
-    from host.physics.simport import SimPort
+    from host.physics.simport import REPLY_DELAY_S, SimPort
     from host.physics.twin import Twin
 
     rm = robot if not isinstance(robot, str) else load_robot(robot)
@@ -90,7 +90,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     if ctl.startswith("feetech"):
         kw["series"] = desc.options.get("series", "sts")
     emu = make_emulator(ctl, **kw)
-    port = SimPort(emu, twin, desc.baud)
+    port = SimPort(emu, twin, desc.baud, REPLY_DELAY_S.get(ctl, 0.0))
     driver = open_driver(ctl, port, **dict(desc.options))
     player = Player(desc, driver, row_names=played.names, mapping=mapping, clock=twin.clock,
                     sleep=twin.advance)
