@@ -8,10 +8,10 @@
 
 Layout (all little-endian): version u8 (= 1) | bits u8 (8 or 16) | fps_mhz u32 (fps * 1000) |
 rows u16 | per row: lo f32 | hi f32 | name_len u8 | name (UTF-8, at most 32 bytes; 0 = unnamed).
-Ranges are single-precision (what a Pico's MicroPython float holds); both ends decode codes with
-these f32 ranges. The header's id is the CRC-32 of the whole blob, so two headers that differ
+Ranges are single-precision (what a Pico's MicroPython float holds): receivers decode codes with
+these f32 ranges (the unit encodes with its doubles: < 1e-7 of the range apart). The header's id is the CRC-32 of the whole blob, so two headers that differ
 in any byte have different ids (and their parts never join), and an assembled header whose bytes
-do not hash to the id its parts named is damaged. 48 named rows: about 700 bytes.
+do not hash to the id its parts named is damaged. 48 rows with 6-letter names: 728 bytes.
 """
 
 import struct

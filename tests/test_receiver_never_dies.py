@@ -114,3 +114,20 @@ class _Port:
     def read(self, n):
         out, self.rx = self.rx[:n], self.rx[n:]
         return out
+
+
+def test_a_receiver_that_browns_out_gets_the_native_header_back():
+    t = [0.0]
+    port = _Port(NativeEmulator(clock=lambda: t[0]))
+    drv = Native(port, bits=16, clock=lambda: t[0])
+    drv.start([(i, {"min": 1000, "max": 2000}) for i in range(6)])
+    for k in range(10):
+        t[0] += 0.02
+        drv.send_positions([(i, 1500) for i in range(6)])
+    port.emu = NativeEmulator(clock=lambda: t[0])        # rebooted: no header
+    for k in range(10):
+        t[0] += 0.02
+        drv.send_positions([(i, 1600) for i in range(6)])
+    r = port.emu.receiver
+    assert r.header_id == drv.link.header_id and r.counters()["requests"] >= 1
+    assert port.emu.positions[0] == 1600 and drv.link.counts()["header_requests"] >= 1
