@@ -108,6 +108,7 @@ def test_port_disappears_and_comes_back():
     from device.body.human import human_model
     p = Player(robot, drv, row_names=human_model().dof_names, clock=lambda: t[0])
     p.start()
+    t[0] += 0.01                                       # the limiter moves by clock time
     p.send_frame({"l_knee_flex": 5.0}, 0.01)
     assert emu.wait_for(lambda e: e.positions.get(14) is not None and e.positions[14] > 2048, 5.0)
     srv.disconnect()                                   # unplugged

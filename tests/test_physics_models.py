@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import host.physics  # noqa: F401  (MUJOCO_GL before mujoco loads)
+
 mujoco = pytest.importorskip("mujoco")
 
 from host.physics.models import load_robot

@@ -6,6 +6,8 @@ import struct
 import numpy as np
 import pytest
 
+import host.physics  # noqa: F401  (MUJOCO_GL before mujoco loads)
+
 pytest.importorskip("mujoco")
 
 from device.servo import dynamixel as dx

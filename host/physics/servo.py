@@ -112,6 +112,7 @@ class ServoBank:
         self.duty = np.zeros(n)
         self.tau = np.zeros(n)
         self.saturated = np.zeros(n, dtype=bool)
+        self.counts = (0, 0)
 
     def set_goal(self, i, goal_rad, vel_limit_rad_s=0.0, acc_limit_rad_s2=0.0, torque_on=True,
                  kp=None, kd=None):
@@ -129,7 +130,7 @@ class ServoBank:
     def torque(self, q_rad, qd_rad_s, dt_s):
         """Motor torques (N m) for joint angles and velocities; advances the profiles by dt."""
         s = self.spec
-        _servo_step(q_rad, qd_rad_s, dt_s, self.goal, self.setpoint, self.setpoint_vel,
+        self.counts = _servo_step(q_rad, qd_rad_s, dt_s, self.goal, self.setpoint, self.setpoint_vel,
                     self.vel_limit, self.acc_limit, self.on, self.kp, self.kd, self.duty, self.tau,
                     self.saturated, s.resolution_rad, s.deadband_rad, s.stall_nm, s.no_load_rad_s)
         return self.tau
@@ -140,6 +141,9 @@ class ServoBank:
 
 def _servo_step_py(q, qd, dt, goal, sp, spv, vlim, alim, on, kp, kd, duty, tau, sat, res, deadband,
                    stall, w0):
+    """One control step of every servo in place; returns (servos at full duty, servos on)."""
+    nsat = 0
+    non = 0
     for i in range(q.shape[0]):
         if not on[i]:
             # torque off: the profile follows the joint (re-enabled, it starts from there)
@@ -149,6 +153,7 @@ def _servo_step_py(q, qd, dt, goal, sp, spv, vlim, alim, on, kp, kd, duty, tau, 
             tau[i] = 0.0
             sat[i] = False
             continue
+        non += 1
         # --- profile: v_max = min(v_limit, sqrt(2 a |e|)), v slews by at most a dt ---
         e = goal[i] - sp[i]
         if e == 0.0:
@@ -181,11 +186,14 @@ def _servo_step_py(q, qd, dt, goal, sp, spv, vlim, alim, on, kp, kd, duty, tau, 
         # --- duty u = kp e + kd (v_setpoint - omega), clamped to full duty ---
         u = kp[i] * err + kd[i] * (spv[i] - qd[i])
         sat[i] = abs(u) >= 1.0
+        if sat[i]:
+            nsat += 1
         u = max(-1.0, min(1.0, u))
         # --- DC motor: tau = stall (u - omega / omega_0), within +-stall ---
         t = stall * (u - qd[i] / w0)
         duty[i] = u
         tau[i] = max(-stall, min(stall, t))
+    return nsat, non
 
 
 _servo_step = _servo_step_py

@@ -51,6 +51,11 @@ class Twin:
         self.ids = [s.id for s in rm.servos]
         self.index = dict((s.id, k) for k, s in enumerate(rm.servos))
         self.feedback = self.controller != "maestro"
+        # per servo id: (index, rad per unit from neutral, neutral, units per rad of the limits)
+        self._conv = {}
+        for k, s in enumerate(rm.servos):
+            rad_per_unit = math.radians(rm.sign[s.name] / (s.direction * s.units_per_deg))
+            self._conv[s.id] = (k, rad_per_unit, s.neutral, s.units_per_deg * 180.0 / math.pi)
         rng = np.random.default_rng(seed)
         d = self.data
         d.qpos[:] = self.model.qpos0
@@ -64,9 +69,14 @@ class Twin:
         warm_up()
         self.lock = threading.RLock()
         self.steps = 0
+        self.sat_steps = 0                      # servo-steps at full duty
+        self.on_steps = 0                       # servo-steps with torque on
         self.torso_id = self.model.body(rm.segments.get("torso", rm.segments.get("base"))).id
-        self.floor_geoms = set(g for g in range(self.model.ngeom)
-                               if self.model.geom_bodyid[g] == 0)
+        self._is_floor = np.array([self.model.geom_bodyid[g] == 0 for g in range(self.model.ngeom)])
+        self._foot_side = np.zeros(self.model.ngeom, dtype=int)
+        for side, code in (("l", 1), ("r", 2)):
+            for g in rm.foot_geoms.get(side, ()):
+                self._foot_side[g] = code
 
     # --- time -----------------------------------------------------------------------------
     @property
@@ -85,6 +95,8 @@ class Twin:
                 d.ctrl[rm.act_id] = bank.torque(q, qd, self.dt_s)
                 self._mj.mj_step(m, d)
                 self.steps += 1
+                self.sat_steps += bank.counts[0]
+                self.on_steps += bank.counts[1]
 
     def advance(self, seconds):
         """Step until simulated time has moved on by `seconds` (whole steps)."""
@@ -120,12 +132,12 @@ class Twin:
 
     def set_goal(self, servo_id, position_units, velocity_limit=0.0, torque_on=True, accel_limit=0.0,
                  p_gain=None, d_gain=None):
-        if servo_id not in self.index:
+        c = self._conv.get(servo_id)
+        if c is None:
             return
-        k, s = self._servo(servo_id)
-        name = s.name
-        goal = self.rm.units_to_qpos_rad(name, position_units)
-        upr = self._units_per_rad(s)
+        k, rad_per_unit, neutral, upr = c
+        # joint angle = sign * (units - neutral) / (direction * units_per_deg), in radians
+        goal = (position_units - neutral) * rad_per_unit
         kp = kd = None
         if self.controller == "dynamixel":
             kp = dynamixel_kp(p_gain) if p_gain is not None else None
@@ -177,22 +189,21 @@ class Twin:
 
     def contacts(self):
         """(self-collision contacts, {side: foot on floor}) of the current state."""
-        m, d = self.model, self.data
-        selfc = 0
+        d = self.data
+        n = d.ncon
         feet = dict((side, False) for side in self.rm.foot_geoms)
-        foot_of = {}
-        for side, gs in self.rm.foot_geoms.items():
-            for g in gs:
-                foot_of[g] = side
-        for i in range(d.ncon):
-            c = d.contact[i]
-            g1, g2 = int(c.geom1), int(c.geom2)
-            if g1 in self.floor_geoms or g2 in self.floor_geoms:
-                other = g2 if g1 in self.floor_geoms else g1
-                if other in foot_of and c.dist < 1e-3:
-                    feet[foot_of[other]] = True
-            elif c.dist < 0:
-                selfc += 1
+        if n == 0:
+            return 0, feet
+        g = d.contact.geom[:n]
+        dist = d.contact.dist[:n]
+        floor = self._is_floor[g]
+        touching = floor[:, 0] | floor[:, 1]
+        selfc = int(np.count_nonzero(~touching & (dist < 0)))
+        other = np.where(floor[:, 0], g[:, 1], g[:, 0])[touching & (dist < 1e-3)]
+        sides = self._foot_side[other]
+        for side, code in (("l", 1), ("r", 2)):
+            if side in feet:
+                feet[side] = bool(np.any(sides == code))
         return selfc, feet
 
     def body_poses(self, names=None):

@@ -14,6 +14,16 @@ import threading
 import tty
 
 
+def close_fds(*fds):
+    """Close each open descriptor (None skipped), ignoring those already gone."""
+    for fd in fds:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 class PtyServer:
     def __init__(self, emulator):
         self.emulator = emulator
@@ -67,12 +77,7 @@ class PtyServer:
         if self._thread is not None:
             self._thread.join(2.0)
             self._thread = None
-        for fd in (self.master, self.slave):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds(self.master, self.slave)
         self.master = self.slave = None
 
     def disconnect(self):
