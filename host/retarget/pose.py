@@ -29,19 +29,27 @@ from protocol.errors import FormatError
 
 MAX_FPS = 60.0
 ITERS = 3
-WEIGHT_RAMP_S = 0.3        # time the weight takes to move onto one foot (OP3, quasi-static)
-MIN_SWING_S = 0.12         # a lift shorter than this keeps the foot down
+WEIGHT_RAMP_S = 0.5        # time the weight takes to move onto one foot (OP3, quasi-static)
+SWING_PITCH_DEG = 25.0     # a swing foot pitches at most this much (its toe must not dig in)
+SWING_CLEAR_M = 0.015      # and clears the floor by this much
+COM_INWARD_M = 0.02       # the weight over the stance sole, this far inside its centre
+SETTLE_S = 0.1             # and rests there before the other foot lifts
+MIN_SWING_S = 0.6          # a lift shorter than this (a walking step) keeps the foot down
 MAX_RETIME = 4.0
+# XM430-W350 at P gain 800 in the twin: 4.6 duty/rad, so at 120 deg/s (0.4 of 300) the back-EMF
+# leaves an error of about 5 deg; faster than that the motion is slowed
+FOLLOW_FRACTION = 0.4
 
 
 class Result:
     __slots__ = ("staff", "retimed", "infeasible", "pose_error_deg", "segment_error_deg",
-                 "contacts", "notes")
+                 "contacts", "notes", "qpos")
 
     def __init__(self, staff, retimed, infeasible, pose_error_deg, segment_error_deg, contacts, notes):
         self.staff, self.retimed, self.infeasible = staff, retimed, infeasible
         self.pose_error_deg, self.segment_error_deg = pose_error_deg, segment_error_deg
         self.contacts, self.notes = contacts, notes
+        self.qpos = None            # (F, nq) the IK's whole-body solution (root included)
 
     def lines(self):
         out = ["pose retargeting onto %d servos, %d frames at %g fps; median pose error %.1f deg"
@@ -76,6 +84,16 @@ def _unit(v):
     return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
+def _mount(body, dirs):
+    """The person's directions in the robot's frame: an arm's base may be mounted turned (the
+    SO-101 points forward where the person's arm hangs down)."""
+    M = body.spec.get("mount")
+    if M is None:
+        return dirs
+    M = np.asarray(M, float)
+    return {k: v @ M.T for k, v in dirs.items()}
+
+
 def _flat_feet(dirs, contacts):
     """Foot directions measured against the person's flat-foot pitch (its median while standing):
     the ankle-to-toe line points down even when the sole is flat."""
@@ -103,29 +121,67 @@ def _frame_from(z, x_hint):
     return np.column_stack([x, np.cross(z, x), z])
 
 
-def _foot_rot(d):
+def _foot_rot(d, max_el_deg=85.0):
     """A foot frame with X along the sole-forward direction d, Y to the left, level."""
-    x = _unit(d)
-    y = np.cross([0.0, 0.0, 1.0], x)
-    if np.linalg.norm(y) < 1e-6:
-        y = np.array([0.0, 1.0, 0.0])
-    y = _unit(y)
-    return np.column_stack([x, y, np.cross(x, y)])
+    x, y, z = _unit(d)
+    az = np.arctan2(y, x)
+    el = np.arcsin(np.clip(z, -1.0, 1.0))
+    if abs(az) > np.pi / 2:
+        # pitched past the vertical (toe-off, a kick): the same foot, yaw turned back
+        az = az - np.pi * np.sign(az)
+        el = np.sign(el) * np.pi - el
+    # a foot turns at most 40 deg (the hip yaw's range) and never points straight down
+    az = np.clip(az, -np.radians(40), np.radians(40))
+    el = np.clip(el, -np.radians(max_el_deg), np.radians(max_el_deg))
+    ca, sa, ce, se = np.cos(az), np.sin(az), np.cos(el), np.sin(el)
+    fx = np.array([ce * ca, ce * sa, se])
+    fy = np.array([-sa, ca, 0.0])
+    return np.column_stack([fx, fy, np.cross(fx, fy)])
 
 
-def robot_directions(body, data, qpos_frames):
-    """{segment: (F, 3)} the robot's segment directions (its heading frame) for qpos rows."""
+def robot_directions(body, deg_frames, root_qpos=None):
+    """{segment: (F, 3)} the robot's segment directions for servo angles (F, nservo) degrees, in
+    its heading frame; the root (floating base) from root_qpos (F, 7), e.g. the IK's, else
+    upright at home (a row copy commands no root: its torso is taken as standing straight)."""
     import mujoco
     m = body.model
+    data = mujoco.MjData(m)
     keys = body.spec["segments"]
-    out = {k: np.zeros((len(qpos_frames), 3)) for k in keys}
-    for f, q in enumerate(qpos_frames):
+    out = {k: np.zeros((len(deg_frames), 3)) for k in keys}
+    q = body.qpos_home()
+    for f, a in enumerate(deg_frames):
+        q[body.qadr] = body.to_model_rad(a)
+        if root_qpos is not None and body.floating:
+            q[:7] = root_qpos[f]
         data.qpos[:] = q
         mujoco.mj_kinematics(m, data)
         R = _heading(body, data)
         for k in keys:
             out[k][f] = R @ _robot_dir(body, data, k)
     return out
+
+
+def pose_error_deg(person_staff, servo_staff, robot_name, retimed=1.0, root_qpos=None):
+    """(median, {segment: median}) angle between the person's segment directions and the
+    robot's for a staff of the robot's servo rows (any method: row copy, pose, balance); the
+    servo staff's frame k is the person's time k / fps / retimed."""
+    from host.retarget.robotmodel import robot_body
+    body = robot_body(robot_name)
+    hp, wp = person_frames(person_staff, _needed(body))
+    dirs = _mount(body, segment_directions(hp, body.spec["segments"]))
+    contacts = None
+    if body.humanoid:
+        from host.retarget import support
+        contacts = support.foot_contacts(wp, float(person_staff.fps))
+    dirs = _flat_feet(dirs, contacts)
+    t_src = np.arange(servo_staff.frames) / servo_staff.fps / retimed * person_staff.fps
+    D = {k: _unit(_resample(v, t_src)) for k, v in dirs.items()}
+    idx = [servo_staff.row_index(s.name) for s in body.servos]
+    deg = np.nan_to_num(servo_staff.values[idx].T)
+    R = robot_directions(body, deg, root_qpos)
+    seg = {k: angle_deg(R[k], D[k]) for k in R if k in D}
+    allv = np.concatenate(list(seg.values())) if seg else np.array([np.nan])
+    return float(np.median(allv)), {k: float(np.median(v)) for k, v in seg.items()}
 
 
 def _heading(body, data):
@@ -139,6 +195,8 @@ def _heading(body, data):
 
 
 def _robot_dir(body, data, seg):
+    """A segment's direction in the world: limbs joint to joint, the foot's sole-forward axis,
+    the torso's up axis."""
     m = body.model
     if seg in ("l_foot", "r_foot"):
         return data.xmat[m.body(body.spec["feet"][seg[0]]).id].reshape(3, 3)[:, 0].copy()
@@ -155,7 +213,6 @@ def angle_deg(a, b):
 def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_RETIME,
                       iterations=ITERS, collisions=True, retime=True):
     """Result (module docstring) for a staff with a skeleton on a built-in robot."""
-    import mujoco
     from host.retarget.robotmodel import robot_body
     from host.retarget import support
     body = robot_body(robot_name)
@@ -163,7 +220,7 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
         raise FormatError("%s: the staff has no frames" % staff.meta.get("source", "staff"))
     hp, wp = person_frames(staff, _needed(body))
     src_fps = float(staff.fps)
-    dirs = segment_directions(hp, body.spec["segments"])
+    dirs = _mount(body, segment_directions(hp, body.spec["segments"]))
     if not dirs:
         raise FormatError("%s: no usable segments for %s (needs %s)" % (
             staff.meta.get("source", "staff"), body.name, ", ".join(body.spec["segments"])))
@@ -176,11 +233,13 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     # -- retime: segments turning faster than the servos, weight shifts faster than the robot
     factor = 1.0
     if retime and staff.frames > 2:
-        vmax = np.radians(np.min(body.vmax_dps))
+        # a segment turning at w needs its joints at about w; a position servo under its
+        # default P gain follows within a few degrees up to FOLLOW_FRACTION of its rated speed
+        vmax = np.radians(np.min(body.vmax_dps)) * FOLLOW_FRACTION
         for k, d in dirs.items():
             w = np.radians(angle_deg(d[1:], d[:-1])) * src_fps           # rad/s
             if w.size >= 10:
-                factor = max(factor, float(np.percentile(w, 99)) / vmax)
+                factor = max(factor, float(np.percentile(w, 95)) / vmax)
         if humanoid and contacts is not None:
             factor = max(factor, _weight_factor(contacts, src_fps))
         factor = float(min(max(factor, 1.0), max_retime))
@@ -197,7 +256,7 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
         for a, b in support.runs(~(cl | cr)):
             infeasible.append([round(a / out_fps, 3), round(b / out_fps, 3),
                                "flight phase: both feet off the floor"])
-        swing_l, swing_r = _swings(cl, cr, out_fps, infeasible)
+        swing_l, swing_r = _swings(cl, cr, out_fps, infeasible, factor)
     elif body.humanoid and not balance:
         notes.append("balance off: the feet follow the person's legs")
     height = None
@@ -208,10 +267,9 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     qs = _solve(body, D, out_fps, humanoid, swing_l, swing_r, iterations, collisions, height)
     deg = body.to_servo_deg(qs[:, body.qadr])
     deg = _limit(deg, body, out_fps)
-    data = mujoco.MjData(body.model)
     qfinal = qs.copy()
     qfinal[:, body.qadr] = body.to_model_rad(deg)
-    R = robot_directions(body, data, qfinal)
+    R = robot_directions(body, deg, qfinal[:, :7] if body.floating else None)
     seg_err = {k: angle_deg(R[k], D[k]) for k in R if k in D}
     err = float(np.median(np.concatenate(list(seg_err.values())))) if seg_err else float("nan")
     from host.staff import Row, Staff
@@ -221,8 +279,10 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     meta["retimed"] = factor
     out = Staff(deg.T.copy(), rows, out_fps, 16, None, meta)
     infeasible = _merge(infeasible)
-    return Result(out, factor, infeasible, err, {k: float(np.median(v)) for k, v in seg_err.items()},
-                  None if swing_l is None else (~swing_l, ~swing_r), notes)
+    res = Result(out, factor, infeasible, err, {k: float(np.median(v)) for k, v in seg_err.items()},
+                 None if swing_l is None else (~swing_l, ~swing_r), notes)
+    res.qpos = qfinal
+    return res
 
 
 def _merge(spans):
@@ -247,15 +307,15 @@ def _weight_factor(contacts, fps):
     for a, s in lifts:
         prev = [b for b, o in lands if b <= a]
         gap = (a - max(prev)) / fps if prev else a / fps + WEIGHT_RAMP_S
-        need = max(need, WEIGHT_RAMP_S / max(gap, 1e-3))
+        need = max(need, (WEIGHT_RAMP_S + SETTLE_S) / max(gap, 1e-3))
     return need
 
 
-def _swings(cl, cr, fps, infeasible):
+def _swings(cl, cr, fps, infeasible, factor=1.0):
     """Which frames each foot swings: the person lifts it, for long enough, with the weight able
     to reach the other foot (a lift right after a landing keeps the foot down)."""
     from host.retarget.support import runs
-    n_ramp = WEIGHT_RAMP_S * fps
+    n_ramp = (WEIGHT_RAMP_S + SETTLE_S) * fps
     sl, sr = np.zeros(cl.size, bool), np.zeros(cr.size, bool)
     events = []
     for flag, out, s in ((cl, sl, "l"), (cr, sr, "r")):
@@ -272,8 +332,9 @@ def _swings(cl, cr, fps, infeasible):
     for a, b, s, out in events:
         # the weight needs n_ramp frames after the last landing: the lift waits for it
         a2 = max(a, int(np.ceil(last_land + n_ramp)))
-        if (b - a2) / fps < MIN_SWING_S:
-            if (b - a) / fps >= MIN_SWING_S:
+        # lifts shorter than MIN_SWING_S of the person's time keep the foot down
+        if (b - a2) / fps < MIN_SWING_S * factor:
+            if (b - a) / fps >= MIN_SWING_S * factor:
                 infeasible.append([round(a / fps, 3), round(b / fps, 3),
                                    "no time to shift the weight before the %s foot lifts"
                                    % ("left" if s == "l" else "right")])
@@ -319,7 +380,15 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
         if a in body.points and b in body.points:
             lengths[seg] = float(np.linalg.norm(body.point_pos(data, b) - body.point_pos(data, a)))
     tasks, point_tasks = [], []
-    posture = mink.PostureTask(m, cost=0.02)
+    ankle_z = {k: float(body.point_pos(data, k)[2]) for k in ("l_ankle", "r_ankle") if k in body.points}
+    # a twist about a limb's own axis (hip yaw) is what the directions leave open: hold it home
+    pcost = np.full(m.nv, 0.02)
+    for k, sv in enumerate(body.servos):
+        if sv.name.endswith("hip_yaw"):
+            pcost[body.dadr[k]] = 2.0
+    if body.floating:
+        pcost[:6] = 0.0
+    posture = mink.PostureTask(m, cost=pcost)
     posture.set_target(q.copy())
     tasks.append(posture)
     chains = []
@@ -334,7 +403,8 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
     torso = None
     if body.floating:
         torso = mink.FrameTask(body.spec["torso"], "body",
-                               position_cost=[0.0, 0.0, 20.0] if balance else 50.0, orientation_cost=2.0)
+                               position_cost=[0.0, 0.0, 20.0] if balance else 50.0,
+                               orientation_cost=100.0 if balance else 2.0)
         tasks.append(torso)
         torso_home = data.xpos[m.body(body.spec["torso"]).id].copy()
         # the hips' standing height above the soles (the robot's leg length at home)
@@ -347,13 +417,18 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
         feet[s] = (t, data.xpos[m.body(name).id].copy(), data.xmat[m.body(name).id].reshape(3, 3).copy())
     com = None
     if balance:
-        com = mink.ComTask(cost=np.array([20.0, 20.0, 0.0]))
+        com = mink.ComTask(cost=np.array([300.0, 300.0, 0.0]))
         tasks.append(com)
         soles = {s: body.point_pos(data, s + "_sole").copy() for s in "lr"}
+        half = 0.5 * np.linalg.norm(soles["l"] - soles["r"])
+        shrink = max(0.0, (half - COM_INWARD_M) / half)
         weight = _weight_schedule(swing_l, swing_r, fps)
         wsw = {"l": _swing_weights(swing_l), "r": _swing_weights(swing_r)}
+        half_len = float(body.spec["sole_half_m"][0])
     limits = [mink.ConfigurationLimit(m)]
-    vel = {s.name: float(np.radians(s.max_vel_dps)) for s in body.servos}
+    # the IK moves each joint at most at the speed its servo follows closely (FOLLOW_FRACTION of
+    # the rated one); _limit keeps the description's max_vel_dps as the hard bound
+    vel = {s.name: float(np.radians(s.max_vel_dps * FOLLOW_FRACTION)) for s in body.servos}
     limits.append(mink.VelocityLimit(m, vel))
     if collisions and body.spec["collide"]:
         pairs = [(_geoms(m, a), _geoms(m, b)) for a, b in body.spec["collide"]]
@@ -369,18 +444,21 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                 sw = swing_l if seg[0] == "l" else swing_r
                 stance = seg.endswith(("thigh", "shank")) and not sw[f]
                 t.set_position_cost((0.2 if stance else 1.0) / max(lengths[seg], 0.02))
-        for it in range(iterations):
+        # the first frame converges without the velocity limit (the player ramps to it from
+        # wherever the robot stands); after it, each frame moves on from the one before
+        first = f == 0
+        for it in range(40 if first else iterations):
             mujoco.mj_kinematics(m, data)
-            if not body.floating:
-                Rw = np.eye(3)
-            else:
-                Rw = _heading(body, data).T                      # heading -> world
+            Rw = np.eye(3)          # the robot keeps facing +X: the person's heading frame is its world
             targets = {}
             for seg, a, b, t in chains:
                 base = targets.get(a)
                 if base is None:
                     base = body.point_pos(data, a).copy()
                 p = base + lengths[seg] * (Rw @ D[seg][f])
+                if balance and b in ankle_z:
+                    # an ankle never below its standing height: the sole stays above the floor
+                    p[2] = max(p[2], ankle_z[b])
                 targets[b] = p
                 t.set_target(SE3.from_rotation_and_translation(SO3.identity(), p))
             if torso is not None:
@@ -396,11 +474,11 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                 swing = None if not balance else (swing_l if s == "l" else swing_r)
                 if balance and not swing[f]:
                     # stance: the foot stays where it stood, flat on the floor
-                    t.set_position_cost(200.0)
-                    t.set_orientation_cost(50.0)
+                    t.set_position_cost(1000.0)
+                    t.set_orientation_cost(300.0)
                     t.set_target(SE3.from_rotation_and_translation(SO3.from_matrix(R0), p0))
                     continue
-                Rf = _foot_rot(Rw @ D[key][f]) if key in D else R0
+                Rf = _foot_rot(Rw @ D[key][f], SWING_PITCH_DEG if balance else 85.0) if key in D else R0
                 if balance:
                     w = wsw[s][f]
                     # the swing foot follows the leg mid-swing and comes back to its place to land
@@ -408,10 +486,17 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                     foot_p = body.point_pos(data, s + "_ankle")
                     off = data.xpos[m.body(body.spec["feet"][s]).id] - foot_p
                     p = (1 - w) * p0 + w * (ank + off)
-                    p[2] = max(p[2], p0[2] + 0.01 * min(1.0, 4 * w))
-                    t.set_position_cost(20.0 * (1 - w) + 1.0)
-                    t.set_orientation_cost(5.0)
                     Rb = SO3.from_matrix(R0).interpolate(SO3.from_matrix(Rf), w)
+                    # clear the floor with the sole's toe or heel, however the foot is pitched
+                    pitch = abs(Rb.as_matrix()[2, 0])
+                    p[2] = max(p[2], p0[2] + (half_len * pitch + SWING_CLEAR_M) * min(1.0, 4 * w))
+                    # never across the stance foot's side: the soles stand 2 cm apart
+                    p[1] = max(p[1], p0[1]) if s == "l" else min(p[1], p0[1])
+                    # sideways the swing foot keeps its place (the hips move over the other
+                    # foot, the leg must not swing in under them)
+                    c = 20.0 * (1 - w) + 1.0
+                    t.set_position_cost([c, 100.0, 100.0])
+                    t.set_orientation_cost(5.0)
                     t.set_target(SE3.from_rotation_and_translation(Rb, p))
                 else:
                     t.set_position_cost(0.0)
@@ -420,10 +505,13 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
             if com is not None:
                 u = weight[f]
                 mid = 0.5 * (soles["l"] + soles["r"])
-                c = mid + max(u, 0.0) * (soles["l"] - mid) + max(-u, 0.0) * (soles["r"] - mid)
+                # over the stance sole, COM_INWARD_M short of its centre (the servos' give
+                # lets the body sag outwards over a single foot)
+                c = mid + max(u, 0.0) * (soles["l"] - mid) * shrink + max(-u, 0.0) * (soles["r"] - mid) * shrink
                 com.set_target(c)
             try:
-                v = mink.solve_ik(conf, tasks, dt / iterations, "daqp", damping=1e-3, limits=limits)
+                v = mink.solve_ik(conf, tasks, dt / iterations, "daqp", damping=1e-3,
+                                  limits=[x for x in limits if not (first and isinstance(x, mink.VelocityLimit))])
             except mink.NoSolutionFound:
                 v = np.zeros(m.nv)
             conf.integrate_inplace(v, dt / iterations)
@@ -437,10 +525,12 @@ def _weight_schedule(swing_l, swing_r, fps):
 
 
 def _swing_weights(swing):
-    """(F,) 0 at lift-off and landing, 1 mid-swing (reached a fifth of the way in)."""
+    """(F,) 0 at lift-off and landing, 1 mid-swing."""
     from host.retarget.support import runs
     w = np.zeros(len(swing))
     for a, b in runs(swing):
-        s = (np.arange(a, b) - a + 0.5) / (b - a)
-        w[a:b] = np.minimum(1.0, 2.5 * np.sin(np.pi * s))
+        # the leg follows the person over the first 65 % of the swing; the rest brings the foot
+        # back down to its place (the servos' speed limits it, so it must start early)
+        s = np.clip((np.arange(a, b) - a + 0.5) / (0.65 * (b - a)), 0.0, 1.0)
+        w[a:b] = np.minimum(1.0, 1.5 * np.sin(np.pi * s))
     return w

@@ -63,6 +63,9 @@ SPECS = {
         },
         "feet": {}, "sole_half_m": None,
         "segments": ("r_upper_arm", "r_forearm", "r_hand"),
+        # the person's arm hanging down is the arm pointing forward (-90 deg about Y), raised
+        # forward is up: the arm stands on a table in front of the person's shoulder
+        "mount": ((0.0, 0.0, -1.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0)),
         "collide": (),
     },
 }

@@ -76,7 +76,8 @@ def weight_schedule(swing_l, swing_r, fps, ramp_s):
     t = np.arange(F)
     for flag, sign in ((swing_r, 1.0), (swing_l, -1.0)):
         for a, b in runs(flag):
-            # 1 on [a, b), linear ramps over n frames on both sides
-            u = np.clip(np.minimum((t - (a - n)) / n, ((b - 1 + n) - t) / n), 0.0, 1.0)
-            s += sign * u
+            # 1 on [a, b), smooth ramps over n frames on both sides (u = (1 - cos(pi r)) / 2,
+            # no jump in acceleration at either end)
+            r = np.clip(np.minimum((t - (a - n)) / n, ((b - 1 + n) - t) / n), 0.0, 1.0)
+            s += sign * 0.5 * (1.0 - np.cos(np.pi * r))
     return np.clip(s, -1.0, 1.0)
