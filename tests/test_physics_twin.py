@@ -244,3 +244,18 @@ def test_simport_charges_wire_time_and_return_delay():
     port.write(b"?" * 10)                           # 0.1 ms on the wire, then 0.5 ms return delay
     assert port.read(10) == b"\x00" * 10
     assert c.time_s == pytest.approx(0.001 + 0.0001 + 0.0005 + 0.0001)
+
+
+def test_backlash_delays_torque_after_a_reversal():
+    import math as m
+    from host.physics.servo import SPECS, ServoBank
+    bank = ServoBank(SPECS["xm430-w350"], 1)
+    q, qd = np.zeros(1), np.zeros(1)
+    bank.set_goal(0, m.radians(2.0), torque_on=True)
+    taus = [float(bank.torque(q, qd, 0.002)[0]) for _ in range(20)]
+    assert taus[0] == 0.0 and taus[-1] > 0.0             # the lash is taken up first
+    assert bank.gap[0] == pytest.approx(m.radians(0.25) / 2)
+    bank.set_goal(0, m.radians(-2.0), torque_on=True)    # reverse: the gap opens on the other side
+    taus = [float(bank.torque(q, qd, 0.002)[0]) for _ in range(20)]
+    assert taus[0] == 0.0 and taus[-1] < 0.0
+    assert bank.gap[0] == pytest.approx(-m.radians(0.25) / 2)

@@ -14,7 +14,9 @@ Each servo, every step (vectorised over the bank):
   4. the DC motor gives torque = stall * (u - omega / omega_no_load): at full duty the torque
      falls linearly from the stall torque to 0 at the no-load speed, and at u = 0 the shorted
      winding brakes (back-EMF);
-  5. torque off = zero torque (the driver is off: the joint keeps only the model's passive
+  5. backlash: the gear transmits the torque only once the lash (XM430 0.25 deg, STS3215 0.5
+     deg, data sheets) is taken up on the side the motor pushes (the encoder is on the output);
+  6. torque off = zero torque (the driver is off: the joint keeps only the model's passive
      gear damping, friction and rotor armature).
 
 Data sheet values (docs/robots.md has the sources):
@@ -37,8 +39,9 @@ KGCM = 9.80665 / 100.0
 
 class ServoSpec:
     def __init__(self, name, stall_nm, no_load_rad_s, deadband_rad, resolution_rad, kp_duty_per_rad,
-                 kd_duty_per_rad_s, source):
+                 kd_duty_per_rad_s, source, backlash_rad=0.0):
         self.name = name
+        self.backlash_rad = backlash_rad
         self.stall_nm = stall_nm
         self.no_load_rad_s = no_load_rad_s
         self.deadband_rad = deadband_rad
@@ -81,10 +84,12 @@ def feetech_kd(d_coef):
 
 SPECS = {
     "xm430-w350": ServoSpec("XM430-W350", 4.1, 46 * RPM, 0.0, PULSE_RAD, dynamixel_kp(800),
-                            dynamixel_kd(0), "ROBOTIS e-manual XM430-W350 (12 V)"),
+                            dynamixel_kd(0), "ROBOTIS e-manual XM430-W350 (12 V)",
+                            backlash_rad=math.radians(0.25)),
     "sts3215": ServoSpec("STS3215 (12 V)", 30 * KGCM, (math.pi / 3) / 0.222, 1 * PULSE_RAD,
                          PULSE_RAD, feetech_kp(32), feetech_kd(32),
-                         "Feetech STS3215 C018 data sheet (12 V), as quoted in SO-ARM100 issue 134"),
+                         "Feetech STS3215 C018 data sheet (12 V), as quoted in SO-ARM100 issue 134",
+                         backlash_rad=math.radians(0.5)),
     # pot feedback: no quantisation; proportional band: full duty beyond 10 deg (assumed)
     "hs-422": ServoSpec("Hitec HS-422 (6 V)", 4.1 * KGCM, (math.pi / 3) / 0.16,
                         math.radians(8.0 / 11.11 / 2), 0.0, 1.0 / math.radians(10.0), 0.0,
@@ -113,6 +118,7 @@ class ServoBank:
         self.tau = np.zeros(n)
         self.saturated = np.zeros(n, dtype=bool)
         self.counts = (0, 0)
+        self.gap = np.zeros(n)                # backlash: motor side - joint (rad)
 
     def set_goal(self, i, goal_rad, vel_limit_rad_s=0.0, acc_limit_rad_s2=0.0, torque_on=True,
                  kp=None, kd=None):
@@ -132,15 +138,16 @@ class ServoBank:
         s = self.spec
         self.counts = _servo_step(q_rad, qd_rad_s, dt_s, self.goal, self.setpoint, self.setpoint_vel,
                     self.vel_limit, self.acc_limit, self.on, self.kp, self.kd, self.duty, self.tau,
-                    self.saturated, s.resolution_rad, s.deadband_rad, s.stall_nm, s.no_load_rad_s)
+                    self.saturated, self.gap, s.resolution_rad, s.deadband_rad, s.stall_nm,
+                    s.no_load_rad_s, 0.5 * s.backlash_rad)
         return self.tau
 
     def moving(self, qd_rad_s, threshold_rad_s):
         return (self.setpoint != self.goal) | (np.abs(qd_rad_s) > threshold_rad_s)
 
 
-def _servo_step_py(q, qd, dt, goal, sp, spv, vlim, alim, on, kp, kd, duty, tau, sat, res, deadband,
-                   stall, w0):
+def _servo_step_py(q, qd, dt, goal, sp, spv, vlim, alim, on, kp, kd, duty, tau, sat, gap, res, deadband,
+                   stall, w0, half_lash):
     """One control step of every servo in place; returns (servos at full duty, servos on)."""
     nsat = 0
     non = 0
@@ -191,8 +198,18 @@ def _servo_step_py(q, qd, dt, goal, sp, spv, vlim, alim, on, kp, kd, duty, tau, 
         u = max(-1.0, min(1.0, u))
         # --- DC motor: tau = stall (u - omega / omega_0), within +-stall ---
         t = stall * (u - qd[i] / w0)
+        t = max(-stall, min(stall, t))
         duty[i] = u
-        tau[i] = max(-stall, min(stall, t))
+        if half_lash > 0.0:
+            # backlash: the (massless) motor side runs ahead of the joint at the free relative
+            # speed omega_0 tau / stall, gap = motor - joint in [-b/2, b/2]; the gear transmits
+            # only while the gap is closed on the side tau pushes
+            g = gap[i] + w0 * (t / stall) * dt
+            g = max(-half_lash, min(half_lash, g))
+            gap[i] = g
+            if not ((t > 0.0 and g >= half_lash) or (t < 0.0 and g <= -half_lash)):
+                t = 0.0
+        tau[i] = t
     return nsat, non
 
 
