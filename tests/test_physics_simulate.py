@@ -158,3 +158,18 @@ def test_so101_through_the_feetech_emulator():
     rep = simulate_staff(st, "so101-feetech", settle_s=0.2)
     assert rep["fell"] is False and rep["foot_slip_mm"] is None
     assert rep["servos_driven"] == 6 and 0.0 < rep["tracking_rms_deg"] < 6.0
+
+
+def test_no_offscreen_gl_is_one_line(monkeypatch):
+    import subprocess
+    import sys
+    from host.physics import render
+    monkeypatch.delitem(sys.modules, "mujoco")          # as in a fresh `simulate -o` process
+    monkeypatch.setenv("_MOTIONSTAFF_GL_DEFAULT", "1")
+    monkeypatch.setenv("MUJOCO_GL", "egl")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 1, "", "RuntimeError: cannot initialize %s\n" % k["env"]["MUJOCO_GL"]))
+    with pytest.raises(OSError) as e:
+        render.pick_gl()
+    msg = str(e.value)
+    assert "\n" not in msg and "egl: RuntimeError" in msg and "osmesa: RuntimeError" in msg
