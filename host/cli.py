@@ -25,6 +25,7 @@ COMMANDS = {
     "calibrate": "host.commands.calibrate",
     "play": "host.commands.play",
     "emulate": "host.commands.emulate",
+    "simulate": "host.commands.simulate",
     "robots": "host.commands.robots",
     "edit": "host.commands.edit",
     "retarget": "host.commands.retarget",

@@ -29,6 +29,10 @@ def test_pipeline_short_run_reports_and_writes_every_file(tmp_path):
     assert r["download"] is not None and r["download"]["identical"]
     for k in ("recording", "staff", "edited", "truth", "gif", "servo_log"):
         assert os.path.getsize(r["files"][k]) > 0, k
+    tw = r["robot_twin"]                    # the simulated OP3 listening on the same link
+    assert tw["frames_sampled"] == n and tw["bridge"]["frames"] > 0
+    from PIL import Image
+    assert Image.open(r["files"]["gif"]).size == (320 + 640, 480)       # the robot beside them
     # a figure that was not measured is null with its reason, never a number
     for k, why in r["not_measured"].items():
         assert isinstance(why, str) and why

@@ -111,7 +111,7 @@ def test_port_disappears_and_comes_back():
     p.start()
     t[0] += 0.02                                       # the limiter moves in the player's time
     p.send_frame({"l_knee_flex": 5.0}, 0.01)
-    assert emu.wait_for(lambda e: e.positions.get(14) is not None and e.positions[14] < 2048, 5.0)
+    assert emu.wait_for(lambda e: e.positions.get(14) is not None and e.positions[14] > 2048, 5.0)
     srv.disconnect()                                   # unplugged
     for k in range(5):
         t[0] += 0.02

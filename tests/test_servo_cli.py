@@ -54,7 +54,7 @@ def test_play_bvh_on_emulated_dynamixel(tmp_path, capsys):
     proc, path = _emulator("dynamixel", log)
     try:
         rc = main(["play", str(CLIP), "--port", path, "--robot", str(rp), "--from", "1", "--to", "1.5",
-                   "--speed", "2", "--no-progress", "--json"])
+                   "--speed", "2", "--no-progress", "--json", "--mapping", "cmu"])
         out = capsys.readouterr().out
     finally:
         proc.send_signal(signal.SIGINT)
@@ -92,7 +92,7 @@ def test_ctrl_c_leaves_robot_in_failsafe(tmp_path):
     emu = make_emulator("dynamixel", ids=range(1, 21))
     with PtyServer(emu) as srv:
         p = subprocess.Popen([sys.executable, "-m", "host.cli", "play", str(CLIP), "--port", srv.path,
-                              "--robot", "op3-dynamixel", "--loop", "--no-progress"],
+                              "--robot", "op3-dynamixel", "--loop", "--no-progress", "--mapping", "cmu"],
                              cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert emu.wait_for(lambda e: e.commands > 20 * 40, 60.0)

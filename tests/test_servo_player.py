@@ -157,7 +157,7 @@ def test_live_send_frame_and_failsafe_torque_off_on_dynamixel():
         t[0] += 0.01
         p.send_frame({"l_knee_flex": 30.0, "r_knee_flex": float("nan"), "head_rot": "junk"})
         assert not p.poll()
-    assert emu.positions[14] < 2048          # l_knee moved (direction -1), limited per frame
+    assert emu.positions[14] > 2048          # l_knee bent: ROBOTIS l_knee + (direction -1), limited per frame
     assert emu.positions[13] == 2048         # NaN: held at home
     t[0] += 0.5
     assert p.poll() and p.stats["failsafes"] == 1

@@ -105,6 +105,12 @@ def text_report(r):
            r["checks"]["servo_commands_checked"] - r["checks"]["servo_commands_mismatched"],
            r["servo_commands"]),
     ]
+    if r.get("robot_twin"):
+        tw = r["robot_twin"]
+        lines.append("  simulated %s on the same link (MuJoCo twin, row copy): %s over %s s; torque "
+                     "saturated %.1f %% of servo-steps" % (tw["robot"], "FELL at %.2f s" % tw["fall_time_s"]
+                                                          if tw["fell"] else "stayed up", tw["sim_s"],
+                                                          100 * tw["torque_saturated_frac"]))
     if r.get("download"):
         d = r["download"]
         lines.append("  download over the serial link: %s bytes in %s s%s"

@@ -2,6 +2,11 @@
 
     motionstaff emulate dynamixel --log run.csv     # first line of stdout: the pty path
     motionstaff play walk.png --port /dev/pts/5 --controller dynamixel --robot op3-dynamixel
+    motionstaff emulate dynamixel --physics op3-dynamixel   # servos on a simulated OP3 body
+
+--physics ROBOT puts the robot's MuJoCo twin (host/physics) behind the servos, stepped in
+real time (wall-clock paced) in the background: Present Position, Load and Moving come from
+the simulated joints; goals, torque enable and profiles drive its servo models.
 
 Serves until SIGINT/SIGTERM (SIGUSR1 writes the log at once), then writes the timeline (time, servo, position in controller
 units and in degrees; .csv or .json) and prints a one-line summary on stderr.
@@ -21,6 +26,8 @@ def add_arguments(p):
     p.add_argument("--ids", default="1-20", help="bus servo ids present (bus controllers), e.g. 1-20")
     p.add_argument("--serial-timeout", type=float, default=0.0,
                    help="Maestro serial timeout in s (0 = off), bus watchdog ticks for Dynamixel")
+    p.add_argument("--physics", metavar="ROBOT",
+                   help="a simulated robot body behind the servos (op3-dynamixel, so101-feetech)")
 
 
 def _ids(text):
@@ -46,6 +53,18 @@ def run(args):
         kw["ids"] = _ids(args.ids)
     if args.controller == "maestro" and args.serial_timeout > 0:
         kw["serial_timeout_s"] = args.serial_timeout
+    twin = None
+    if args.physics:
+        from host.physics.twin import Twin
+        twin = Twin(args.physics)                       # a missing model: ValueError, exit 2
+        robot_ctl = twin.rm.description.controller
+        if robot_ctl != args.controller.split("-")[0]:
+            raise ValueError("--physics %s: that robot's servos are on a %s controller, not %s"
+                             % (args.physics, robot_ctl, args.controller))
+        kw["body"] = twin
+        kw["clock"] = twin.clock
+        if "ids" in kw:
+            kw["ids"] = twin.ids
     emu = make_emulator(args.controller, **kw)
     stop = threading.Event()
 
@@ -55,6 +74,10 @@ def run(args):
     if args.log and hasattr(signal, "SIGUSR1"):
         signal.signal(signal.SIGUSR1, lambda signum, frame: emu.write_log(args.log))   # on request
     srv = PtyServer(emu).start()
+    stepper = None
+    if twin is not None:
+        stepper = threading.Thread(target=twin.run_realtime, args=(stop,), name="twin", daemon=True)
+        stepper.start()
     try:
         print(srv.path, flush=True)
         tick = getattr(emu, "tick", None)
@@ -62,6 +85,9 @@ def run(args):
             if tick is not None:
                 tick()
     finally:
+        stop.set()
+        if stepper is not None:
+            stepper.join(2.0)
         srv.stop()
         signal.signal(signal.SIGINT, old[0])
         signal.signal(signal.SIGTERM, old[1])

@@ -21,7 +21,9 @@ def add_arguments(p):
     p.add_argument("--controller", help="controller protocol (default: the robot's)")
     p.add_argument("--robot", required=True, help="robot description file or built-in name")
     p.add_argument("--baud", type=int, help="baud rate (default: the robot's)")
-    p.add_argument("--mapping", help="row mapping of the robot to use (default: best match)")
+    p.add_argument("--mapping", help="row mapping of the robot to use (e.g. cmu, human); default: "
+                   "retarget by pose for a built-in robot with a model, else the best match")
+    p.add_argument("--no-balance", action="store_true", help="retarget by pose without balance")
     p.add_argument("--speed", type=float, default=1.0, help="playback speed factor (default 1)")
     p.add_argument("--loop", action="store_true", help="play again and again until Ctrl-C")
     p.add_argument("--reverse", action="store_true", help="play backwards")
@@ -40,6 +42,29 @@ def load_staff(path):
     OSError (one line) for a file it cannot read."""
     from host.formats import read_motion
     return read_motion(path)
+
+
+def _by_pose(args, robot, staff):
+    """The staff retargeted by pose (host/retarget/pose.py) unless a row mapping is named, the
+    staff already has the servos' own rows, or the robot has no model; it prints what it did."""
+    from host.retarget.robotmodel import SPECS
+    servos = set(s.name for s in robot.servos)
+    if args.mapping or servos & set(staff.names) or robot.name not in SPECS or staff.skeleton is None:
+        return staff
+    from host.retarget.pose import retarget_to_robot
+    if args.from_s is not None or args.to_s is not None:
+        # retarget only what is played; --from/--to then cover the result
+        a = 0 if args.from_s is None else max(0, int(round(args.from_s * staff.fps)))
+        b = staff.frames if args.to_s is None else min(staff.frames, int(round(args.to_s * staff.fps)) + 1)
+        if a >= b:
+            raise ValueError("--from/--to select no frames (the staff has %.3f s)" % staff.duration_s)
+        staff = staff.copy()
+        staff.values = staff.values[:, a:b]
+        args.from_s = args.to_s = None
+    res = retarget_to_robot(staff, robot.name, balance=not getattr(args, "no_balance", False))
+    for line in res.lines():
+        print(line, file=sys.stderr)
+    return res.staff
 
 
 def _stream_outputs(args, staff, driver):
@@ -75,6 +100,7 @@ def run(args):
         raise ValueError("--speed must be a positive number")
     robot = load_robot(args.robot)
     staff = load_staff(args.staff)
+    staff = _by_pose(args, robot, staff)
     controller = args.controller or robot.controller
     first = 0 if args.from_s is None else max(0, int(round(args.from_s * staff.fps)))
     last = staff.frames if args.to_s is None else min(staff.frames, int(round(args.to_s * staff.fps)) + 1)

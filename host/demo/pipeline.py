@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from host.demo import checks
-from host.demo.robot_end import open_robot_end
+from host.demo.robot_end import open_robot_end, open_twin_end
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -123,6 +123,7 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     sim = [0.0]
     clock = lambda: sim[0]
     end = open_robot_end(robot, srv.path, clock)
+    body = open_twin_end(clock, notes)       # the simulated OP3 listening on the same line
     twin = SerialTwin(baud=LINK_BAUD, buffer_bytes=4096, clock=clock, faults=faults or LineFaults())
     port = serial.serial_for_url(twin.path, baudrate=LINK_BAUD, timeout=0, write_timeout=0)
     streamer = PacketOutput(port, loop.header, bits=loop.bits, baud=LINK_BAUD, clock=clock,
@@ -156,7 +157,12 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
             sim_s.append(getattr(unit, "sim_s", 0.0) or 0.0)
             for j in range(LINE_STEPS):     # the line carries bytes in their time; the robot acts
                 sim[0] = (k + (j + 1.0) / LINE_STEPS) / unit.rate_hz
-                twin.send_back(end.step(twin.pump()))
+                data = twin.pump()
+                twin.send_back(end.step(data))
+                if body is not None:
+                    body.step(data)
+            if body is not None:
+                body.sample()
             if progress is not None:
                 progress.update()
         done = est_fallback is None
@@ -165,10 +171,15 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
                 if twin.idle():
                     break
                 sim[0] += 1.0 / unit.rate_hz / LINE_STEPS
-                twin.send_back(end.step(twin.pump()))
+                data = twin.pump()
+                twin.send_back(end.step(data))
+                if body is not None:
+                    body.step(data)
     finally:
         loop.close()
         end.close()
+        if body is not None:
+            body.close()
         twin.close()
         if not done:
             srv.stop()
@@ -195,7 +206,8 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     return {"unit": unit, "loop": loop, "relay": end.bridge, "robot_end": end, "streamer": streamer,
             "twin": twin, "faults": twin.faults, "emulator": emu, "robot": robot, "record": rec_path,
             "values": np.array(values), "keys": keys, "latency_ms": lat, "latency_robot_ms": lat_robot,
-            "estimator": estimator, "notes": notes, "frames_planned": nframes}
+            "estimator": estimator, "notes": notes, "frames_planned": nframes,
+            "robot_twin": body.finish(unit.rate_hz) if body is not None else None}
 
 
 def _root_dofs(skeleton):
@@ -271,13 +283,16 @@ def run_pipeline(out_dir, clip=None, seconds=10.0, estimator="ekf", rate_hz=30.0
         bar.stage("render")
         t0 = time.perf_counter()
         if render:
-            stages.render(staffs, os.path.join(out_dir, "compare.gif"), files, notes, gif_frames)
+            stages.render(staffs, os.path.join(out_dir, "compare.gif"), files, notes, gif_frames,
+                          robot_run=cap.get("robot_twin"))
         else:
             notes["gif"] = "not rendered (--no-render)"
         timings["render_s"] = time.perf_counter() - t0
     finally:
         bar.close()
     report = stages.report(cap, dl, files, staffs, notes, clip, seconds)
+    if cap.get("robot_twin") is not None:
+        report["robot_twin"] = cap["robot_twin"].report     # the simulated OP3 on the same line
     timings["total_s"] = time.perf_counter() - t_start
     report["timings_s"] = dict((k, round(v, 3)) for k, v in timings.items())
     report["out_dir"] = os.path.abspath(out_dir)

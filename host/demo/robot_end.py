@@ -7,6 +7,9 @@ controller, with a log of every command written (the demo's checks read it; it d
     end.delivered     # [(frame key, codes)] of every frame the bridge acted on
 
 A physical robot (the `robot` helper's twin) replaces open_driver(...) here and nothing else.
+
+    body = open_twin_end(clock, notes)    # the simulated OP3 on the same line (host/physics),
+    body.step(same_bytes); body.sample()  # or None (and notes["robot_twin"] says why)
 """
 
 import time
@@ -56,3 +59,16 @@ class RobotEnd:
 
 def open_robot_end(robot, port, clock, baud=None, mapping=None):
     return RobotEnd(robot, port, clock, baud, mapping)
+
+
+TWIN_ROBOT = "op3-dynamixel"     # the humanoid with a physics model (khr17-maestro has none)
+
+
+def open_twin_end(clock, notes):
+    """The simulated humanoid listening on the demo's link (host.physics.live.TwinEnd)."""
+    try:
+        from host.physics.live import TwinEnd
+        return TwinEnd(TWIN_ROBOT, clock)
+    except (ImportError, ValueError, OSError) as e:
+        notes["robot_twin"] = "not simulated: %s" % str(e).splitlines()[0][:160]
+        return None

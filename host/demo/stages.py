@@ -71,15 +71,34 @@ def convert_and_edit(rec_path, out_dir, cap):
     return files, {"recorded": staff, "edited": read_staff(files["edited"]), "truth": truth}
 
 
-def render(staffs, gif_path, files, notes, max_frames=120):
+def render(staffs, gif_path, files, notes, max_frames=120, robot_run=None):
     try:
         from host.render import render_gif
     except ImportError as e:                      # SEAM: host/render not in the tree
         notes["gif"] = "not rendered: host/render is not available (%s)" % e
         return
+    if robot_run is not None and _render_with_robot(staffs, gif_path, robot_run, notes, max_frames):
+        files["gif"] = gif_path
+        return
     render_gif(staffs["edited"], gif_path, compare=staffs["truth"], fps=10.0, max_frames=max_frames,
                size_px=(640, 480))
     files["gif"] = gif_path
+
+
+def _render_with_robot(staffs, gif_path, run, notes, max_frames):
+    """The person (estimated beside true) and the simulated robot beside them, one GIF."""
+    from host.physics.render import beside, frames_at
+    from host.render.figure import frame_times, render_frames, write_gif
+    idx = frame_times(staffs["edited"], 10.0, 1.0, max_frames)
+    try:
+        robot = frames_at(run, idx, (256, 384))
+        people = render_frames(staffs["edited"], compare=staffs["truth"], fps=10.0, max_frames=max_frames,
+                               size_px=(640, 480))
+        write_gif(beside(robot, people, (320, 480)), gif_path, 10.0)
+    except OSError as e:                          # no offscreen GL: the person alone
+        notes["robot_gif"] = "robot not rendered: %s" % str(e).splitlines()[0][:160]
+        return False
+    return True
 
 
 def _pct(xs, q):

@@ -210,9 +210,15 @@ def render_frames(staff, compare=None, fps=20.0, speed=1.0, max_frames=300, body
 def render_gif(staff, out_path, compare=None, fps=20.0, max_frames=300, speed=1.0, body=None,
                compare_body=None, view=(-60.0, 15.0), size_px=(800, 600)):
     """Write an animated GIF; returns the number of frames written."""
+    return write_gif(render_frames(staff, compare, fps, speed, max_frames, body, compare_body, view, size_px),
+                     out_path, fps)
+
+
+def write_gif(frames_rgb, out_path, fps):
+    """An animated GIF of RGB uint8 frames (one palette from the first); returns frames written."""
     from PIL import Image
     frames, palette = [], None
-    for rgb in render_frames(staff, compare, fps, speed, max_frames, body, compare_body, view, size_px):
+    for rgb in frames_rgb:
         im = Image.fromarray(rgb)
         if palette is None:
             palette = im.quantize(colors=128, method=Image.Quantize.MEDIANCUT)
@@ -226,6 +232,12 @@ def render_gif(staff, out_path, compare=None, fps=20.0, max_frames=300, speed=1.
 def render_video(staff, out_path, compare=None, fps=30.0, max_frames=None, speed=1.0, body=None,
                  compare_body=None, view=(-60.0, 15.0), size_px=(800, 600)):
     """Write an MP4 through ffmpeg; FormatError with what to do when ffmpeg is not installed."""
+    return write_mp4(render_frames(staff, compare, fps, speed, max_frames, body, compare_body, view, size_px),
+                     out_path, fps, size_px)
+
+
+def write_mp4(frames_rgb, out_path, fps, size_px):
+    """An MP4 (H.264 through ffmpeg) of RGB uint8 frames of size_px; returns frames written."""
     exe = shutil.which("ffmpeg")
     if exe is None:
         raise FormatError("ffmpeg is not installed: install it (Debian: apt-get install ffmpeg) "
@@ -237,7 +249,7 @@ def render_video(staff, out_path, compare=None, fps=30.0, max_frames=None, speed
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
     n = 0
     try:
-        for rgb in render_frames(staff, compare, fps, speed, max_frames, body, compare_body, view, size_px):
+        for rgb in frames_rgb:
             proc.stdin.write(rgb.tobytes())
             n += 1
         proc.stdin.close()

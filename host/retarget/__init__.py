@@ -2,9 +2,11 @@
 
     from host.retarget import retarget, load_body, load_mapping
     out, report = retarget(staff, load_mapping("map.json"), load_body("robot.urdf"))
+    res = retarget_to_robot(staff, "op3-dynamixel", balance=True)   # by pose (host/retarget/pose.py)
 """
 
 from host.retarget.mapping import Mapping, JointMap, load_mapping, mapping_from_dict
 from host.retarget.retarget import Report, load_body, retarget
+from host.retarget.pose import retarget_to_robot
 
-__all__ = ["retarget", "load_body", "load_mapping", "mapping_from_dict", "Mapping", "JointMap", "Report"]
+__all__ = ["retarget", "load_body", "load_mapping", "mapping_from_dict", "Mapping", "JointMap", "Report", "retarget_to_robot"]

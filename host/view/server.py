@@ -2,6 +2,7 @@
 
     from host.view.server import Viewer
     v = Viewer([staff, edited], names=["walk.png", "edited.png"], port=0)   # 0: any free port
+    v = Viewer([staff], extra=[(name, body_doc, staff_for_png)])  # a precomputed body (robot run)
     v.start(); print(v.url)          # http://127.0.0.1:PORT/
     ...; v.stop()
 
@@ -24,12 +25,16 @@ STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
 
 
 class Viewer:
-    def __init__(self, staffs, names=None, port=0, host="127.0.0.1"):
+    def __init__(self, staffs, names=None, port=0, host="127.0.0.1", extra=None):
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the viewer serves localhost only, not %r" % host)
         self.staffs = list(staffs)
         self.names = list(names or ["staff %d" % (i + 1) for i in range(len(self.staffs))])
         self._cache = {}
+        for name, doc, st in extra or ():
+            self._cache[len(self.staffs)] = json.dumps(doc).encode("utf-8")
+            self.staffs.append(st)
+            self.names.append(name)
         self.httpd = ThreadingHTTPServer((host, int(port)), self._handler())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]

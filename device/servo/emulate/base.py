@@ -2,6 +2,14 @@
 
     emu = SomeEmulator(); replies = emu.feed(b"...")   # bytes in, reply bytes out
     emu.positions[servo] -> units;  emu.timeline -> [(t_s, servo, units, deg)]
+
+An optional body (a physics twin, or anything with these two methods) stands behind the
+servos; the Dynamixel, Feetech and Maestro emulators drive it and report from it:
+    body.set_goal(servo_id, position_units, velocity_limit, torque_on, accel_limit=0,
+                  p_gain=None, d_gain=None)     # limits in position units/s, units/s^2; 0 = none
+    body.read(servo_id) -> (present_position_units, load (-1..1, None = no sensor), moving)
+                           or None (no such servo: the emulator's own registers stand)
+Without a body a servo reaches its goal at once (present position = goal).
 """
 
 import json
@@ -13,8 +21,9 @@ class Emulator:
     NAME = "base"
     UNITS = "units"
 
-    def __init__(self, clock=None, deg_per_unit=0.1, centre=1500.0):
+    def __init__(self, clock=None, deg_per_unit=0.1, centre=1500.0, body=None):
         self.clock = clock or time.monotonic
+        self.body = body
         self.t0 = self.clock()
         self.timeline = []
         self.positions = {}
@@ -34,6 +43,17 @@ class Emulator:
         self.positions[servo] = units
         self.timeline.append((t, servo, units, self.to_deg(servo, units)))
         self.commands += 1
+
+    def body_state(self, servo):
+        """(position units, load or None, moving, velocity units/s or None) from the body, or
+        None without a body or when the body has no such servo."""
+        if self.body is None:
+            return None
+        r = self.body.read(servo)
+        if r is None:
+            return None
+        vel = getattr(self.body, "velocity_units", None)
+        return r[0], r[1], r[2], (vel(servo) if vel is not None else None)
 
     def feed(self, data):
         with self.lock:

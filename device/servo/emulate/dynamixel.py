@@ -5,6 +5,10 @@ N x 20 ms the servo stops and ignores goal writes until the watchdog is written 
 
     emu = DynamixelEmulator(ids=(1, 2)); emu.feed(dx.write(1, 64, 1, 1) + dx.write(1, 116, 4, 2048))
     emu.positions[1] == 2048
+
+With a body (base.py): Goal Position, Torque Enable, Profile Velocity/Acceleration and the
+Position P/D Gains go to it; Present Position, Present Velocity, Present Current and Moving
+are read from it before each read reply.
 """
 
 import struct
@@ -13,14 +17,24 @@ from device.servo import dynamixel as dx
 from device.servo.emulate.base import Emulator
 
 MODEL_XM430 = 1020
+MOVING_THRESHOLD = 24
+POSITION_D_GAIN = 80
+POSITION_P_GAIN = 84
+MOVING = 122
+PRESENT_CURRENT = 126
+PRESENT_VELOCITY = 128
+RPM_UNIT = 0.229                    # Profile Velocity / Present Velocity unit (rev/min)
+RPM2_UNIT = 214.577                 # Profile Acceleration unit (rev/min^2)
+CURRENT_UNIT_MA = 2.69              # Present Current unit
+STALL_CURRENT_MA = 2300.0           # XM430-W350 at 12 V (e-manual)
 
 
 class DynamixelEmulator(Emulator):
     NAME = "dynamixel"
     UNITS = "units"
 
-    def __init__(self, ids=tuple(range(1, 21)), clock=None):
-        Emulator.__init__(self, clock, deg_per_unit=360.0 / 4096, centre=2048)
+    def __init__(self, ids=tuple(range(1, 21)), clock=None, body=None):
+        Emulator.__init__(self, clock, deg_per_unit=360.0 / 4096, centre=2048, body=body)
         self.tables = {}
         for i in ids:
             t = bytearray(256)
@@ -29,6 +43,8 @@ class DynamixelEmulator(Emulator):
             t[7] = i
             struct.pack_into("<i", t, 116, 2048)
             struct.pack_into("<i", t, 132, 2048)
+            struct.pack_into("<I", t, MOVING_THRESHOLD, 10)         # X series defaults
+            struct.pack_into("<H", t, POSITION_P_GAIN, 800)
             self.tables[i] = t
         self.buf = b""
         self.last_packet = self.clock()
@@ -77,8 +93,37 @@ class DynamixelEmulator(Emulator):
             self.record(sid, None)
         if addr <= dx.GOAL_POSITION and addr + len(data) >= dx.GOAL_POSITION + 4:
             g = struct.unpack_from("<i", t, dx.GOAL_POSITION)[0]
-            struct.pack_into("<i", t, dx.PRESENT_POSITION, g)
+            if self.body is None:
+                struct.pack_into("<i", t, dx.PRESENT_POSITION, g)
             self.record(sid, g)
+        end = addr + len(data)
+        if self.body is not None and (addr <= dx.TORQUE_ENABLE < end
+                                      or addr < dx.GOAL_POSITION + 4 and end > POSITION_D_GAIN):
+            self._drive(sid)
+
+    def _drive(self, sid):
+        """Goal, torque, profile and gains to the body (velocity in units/s, accel units/s^2)."""
+        t = self.tables[sid]
+        goal = struct.unpack_from("<i", t, dx.GOAL_POSITION)[0]
+        vel = struct.unpack_from("<I", t, dx.PROFILE_VELOCITY)[0] * RPM_UNIT * 4096 / 60.0
+        acc = struct.unpack_from("<I", t, dx.PROFILE_ACCELERATION)[0] * RPM2_UNIT * 4096 / 3600.0
+        p = struct.unpack_from("<H", t, POSITION_P_GAIN)[0]
+        d = struct.unpack_from("<H", t, POSITION_D_GAIN)[0]
+        self.body.set_goal(sid, goal, vel, bool(t[dx.TORQUE_ENABLE]), acc, p, d)
+
+    def _sense(self, sid):
+        """Present Position / Velocity / Current and Moving from the body."""
+        r = self.body_state(sid)
+        if r is None:
+            return
+        t = self.tables[sid]
+        pos, load, moving, vel = r
+        struct.pack_into("<i", t, dx.PRESENT_POSITION, int(pos))
+        cur = 0 if load is None else int(round(load * STALL_CURRENT_MA / CURRENT_UNIT_MA))
+        struct.pack_into("<h", t, PRESENT_CURRENT, max(-32768, min(32767, cur)))
+        if vel is not None:
+            struct.pack_into("<i", t, PRESENT_VELOCITY, int(round(vel * 60.0 / 4096 / RPM_UNIT)))
+        t[MOVING] = 1 if moving else 0
 
     def _run(self, sid, inst, p):
         out = b""
@@ -87,6 +132,7 @@ class DynamixelEmulator(Emulator):
                 out += dx.status(s, 0, struct.pack("<HB", struct.unpack_from("<H", self.tables[s])[0], 46))
         elif inst == dx.READ and len(p) == 4 and sid in self.tables:
             a, n = struct.unpack("<HH", p)
+            self._sense(sid)
             out += dx.status(sid, 0, bytes(self.tables[sid][a:a + n]))
         elif inst == dx.WRITE and len(p) >= 3:
             a = p[0] | (p[1] << 8)
@@ -105,6 +151,7 @@ class DynamixelEmulator(Emulator):
             a, n = struct.unpack_from("<HH", p)
             for s in p[4:]:
                 if s in self.tables:
+                    self._sense(s)
                     out += dx.status(s, 0, bytes(self.tables[s][a:a + n]))
         elif inst == dx.BULK_WRITE:
             k = 0
@@ -116,6 +163,8 @@ class DynamixelEmulator(Emulator):
                 k += 5 + n
         elif inst == dx.REBOOT and sid in self.tables:
             self.tables[sid][dx.TORQUE_ENABLE] = 0
+            if self.body is not None:
+                self._drive(sid)
             out += dx.status(sid, 0)
         return out
 
@@ -129,7 +178,11 @@ class DynamixelEmulator(Emulator):
                 if wd and t[dx.TORQUE_ENABLE] and s not in self.watchdog_tripped and quiet_s > wd * 0.02:
                     self.watchdog_tripped.add(s)
                     self.errors += 1
-                    self.record(s, struct.unpack_from("<i", t, dx.PRESENT_POSITION)[0])
+                    self._sense(s)
+                    here = struct.unpack_from("<i", t, dx.PRESENT_POSITION)[0]
+                    if self.body is not None:         # stops where it is
+                        self.body.set_goal(s, here, 0.0, True)
+                    self.record(s, here)
             self.changed.notify_all()
 
     def to_deg(self, servo, units):

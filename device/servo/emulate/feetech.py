@@ -3,19 +3,32 @@ sync read, status replies (not to broadcasts), torque enable, sign-magnitude goa
 
     emu = FeetechEmulator(ids=(1, 2, 3), series="sts")
     emu.feed(ft.sync_write(42, 2, {1: ft.word(1000)})); emu.positions[1] == 1000
+
+With a body (base.py): Goal Position, Torque Enable, Goal Speed (steps/s, 0 = the servo's
+maximum), Acceleration (100 steps/s^2, 0 = none) and the P/D coefficients (21/22) go to it;
+Present Position, Speed, Load and Moving are read from it before each read reply.
 """
 
 from device.servo import feetech as ft
 from device.servo.emulate.base import Emulator
 
 
+P_COEF = 21
+D_COEF = 22
+PRESENT_SPEED = 58
+PRESENT_LOAD = 60
+MOVING = 66
+ACC_UNIT = 100.0                    # steps/s^2 per Acceleration unit (STS)
+
+
 class FeetechEmulator(Emulator):
     NAME = "feetech"
     UNITS = "units"
 
-    def __init__(self, ids=tuple(range(1, 21)), series="sts", clock=None):
+    def __init__(self, ids=tuple(range(1, 21)), series="sts", clock=None, body=None):
         per = 360.0 / 4096 if series != "scs" else 300.0 / 1024
-        Emulator.__init__(self, clock, deg_per_unit=per, centre=2048 if series != "scs" else 512)
+        Emulator.__init__(self, clock, deg_per_unit=per, centre=2048 if series != "scs" else 512,
+                          body=body)
         self.series = series
         self.signed = series != "scs"
         self.tables = {}
@@ -26,6 +39,8 @@ class FeetechEmulator(Emulator):
             t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2] = ft.word(self.centre, series, False)
             t[62] = 120
             t[63] = 35
+            t[P_COEF] = 32                 # STS3215 defaults
+            t[D_COEF] = 32
             self.tables[i] = t
         self.pending = {}
         self.buf = b""
@@ -71,8 +86,36 @@ class FeetechEmulator(Emulator):
             self.record(sid, None)
         if addr <= ft.GOAL_POSITION and addr + len(data) >= ft.GOAL_POSITION + 2:
             g = t[ft.GOAL_POSITION:ft.GOAL_POSITION + 2]
-            t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2] = g
+            if self.body is None:
+                t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2] = g
             self.record(sid, ft.unword(bytes(g), self.series, self.signed))
+        if self.body is not None and (addr < ft.GOAL_SPEED + 2 and addr + len(data) > ft.TORQUE_ENABLE
+                                      or addr <= D_COEF and addr + len(data) > P_COEF):
+            self._drive(sid)
+
+    def _drive(self, sid):
+        t = self.tables[sid]
+        s, sg = self.series, self.signed
+        goal = ft.unword(bytes(t[ft.GOAL_POSITION:ft.GOAL_POSITION + 2]), s, sg)
+        speed = abs(ft.unword(bytes(t[ft.GOAL_SPEED:ft.GOAL_SPEED + 2]), s, sg))
+        acc = t[ft.ACCELERATION] * ACC_UNIT
+        self.body.set_goal(sid, goal, float(speed), bool(t[ft.TORQUE_ENABLE]), acc,
+                           t[P_COEF], t[D_COEF])
+
+    def _sense(self, sid):
+        r = self.body_state(sid)
+        if r is None:
+            return
+        t = self.tables[sid]
+        pos, load, moving, vel = r
+        t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2] = ft.word(pos, self.series, self.signed)
+        if vel is not None:
+            t[PRESENT_SPEED:PRESENT_SPEED + 2] = ft.word(int(round(vel)), self.series, True)
+        permille = 0 if load is None else int(round(max(-1.0, min(1.0, load)) * 1000))
+        # load: 0.1 % of the maximum, sign in bit 10
+        raw = ft.sign_magnitude(permille, 10)
+        t[PRESENT_LOAD:PRESENT_LOAD + 2] = ft.word(raw, self.series, False)
+        t[MOVING] = 1 if moving else 0
 
     def _run(self, sid, inst, p):
         out = b""
@@ -80,6 +123,7 @@ class FeetechEmulator(Emulator):
             if sid in self.tables:
                 out += ft.status(sid)
         elif inst == ft.READ and len(p) == 2 and sid in self.tables:
+            self._sense(sid)
             out += ft.status(sid, 0, bytes(self.tables[sid][p[0]:p[0] + p[1]]))
         elif inst in (ft.WRITE, ft.REG_WRITE) and len(p) >= 2:
             for s in self._ids(sid):
@@ -103,6 +147,7 @@ class FeetechEmulator(Emulator):
         elif inst == ft.SYNC_READ and len(p) >= 2:
             for s in p[2:]:
                 if s in self.tables:
+                    self._sense(s)
                     out += ft.status(s, 0, bytes(self.tables[s][p[0]:p[0] + p[1]]))
         return out
 

@@ -4,6 +4,11 @@ serial timeout (error bit 5 -> every channel to its home setting).
     emu = MaestroEmulator(channels=24, crc=False, device=12, serial_timeout_s=0.5)
     emu.feed(bytes.fromhex("84 00 70 2E")); emu.positions[0] == 6000
     emu.feed(bytes.fromhex("90 00")) == bytes.fromhex("70 17")
+
+With a body (base.py): each channel's target pulse (qus; 0 = off), speed (0.25 us per 10 ms)
+and acceleration (0.25 us per 10 ms per 80 ms) go to it; the body ramps the pulse as the
+Maestro does, and Get Position / Get Moving State answer from that ramped pulse (a hobby
+servo has no feedback: that is all a Maestro knows).
 """
 
 from protocol.crc import crc7_pololu
@@ -27,8 +32,9 @@ class MaestroEmulator(Emulator):
     NAME = "maestro"
     UNITS = "qus"
 
-    def __init__(self, channels=24, crc=False, device=12, serial_timeout_s=0.0, home=None, clock=None):
-        Emulator.__init__(self, clock, deg_per_unit=1.0 / 44.44, centre=6000)
+    def __init__(self, channels=24, crc=False, device=12, serial_timeout_s=0.0, home=None, clock=None,
+                 body=None):
+        Emulator.__init__(self, clock, deg_per_unit=1.0 / 44.44, centre=6000, body=body)
         self.channels = channels
         self.crc = crc
         self.device = device
@@ -103,6 +109,18 @@ class MaestroEmulator(Emulator):
             out += self._run(cmd, pkt[i:i + n])
         return out
 
+    def record(self, servo, units):
+        Emulator.record(self, servo, units)
+        self._drive(servo)
+
+    def _drive(self, ch):
+        if self.body is None or ch not in self.positions:
+            return
+        target = self.positions[ch]
+        # speed unit 0.25 us / 10 ms = 100 qus/s; acceleration unit 1 qus / 10 ms / 80 ms
+        self.body.set_goal(ch, target, self.speed.get(ch, 0) * 100.0, target != 0,
+                           self.accel.get(ch, 0) * 1250.0)
+
     def _run(self, cmd, d):
         v = lambda k: d[k] | (d[k + 1] << 7)
         if cmd == 0x84:
@@ -115,12 +133,20 @@ class MaestroEmulator(Emulator):
                     self.record(first + k, v(2 + 2 * k))
         elif cmd == 0x87:
             self.speed[d[0]] = v(1)
+            self._drive(d[0])
         elif cmd == 0x89:
             self.accel[d[0]] = v(1)
+            self._drive(d[0])
         elif cmd == 0x90:
             p = self.positions.get(d[0], 0)
+            r = self.body.read(d[0]) if self.body is not None and p else None
+            if r is not None:
+                p = int(r[0])
             return bytes((p & 0xFF, p >> 8))
         elif cmd == 0x93:
+            if self.body is not None:
+                states = [self.body.read(c) for c in self.positions if self.positions[c]]
+                return b"\x01" if any(r is not None and r[2] for r in states) else b"\x00"
             return b"\x00"
         elif cmd == 0xA1:
             e = self.err

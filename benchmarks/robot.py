@@ -1,0 +1,200 @@
+"""Retargeting onto real robots, in physics: row copy (anchor) vs pose vs pose with balance.
+
+    python benchmarks/robot.py                    # every clip in ../shared/data/bvh and c3d
+    python benchmarks/robot.py --max-s 6 --clips walk kick
+    python benchmarks/robot.py --out docs/benchmarks/robot.txt
+
+For each clip (the first --max-s seconds of the person's motion, default 8 s: the full set runs
+in a few minutes on 2 cores) on the ROBOTIS OP3 and, for its right arm, on the SO-101:
+  row   the description's per-servo row map, the anchor (today's behaviour): "cmu" with each
+        CMU joint name found in the clip's own naming (LeftKnee -> LowerLeg_L ...), "human"
+        for a C3D capture (markers -> the human model by IK)
+  pose  host/retarget/pose.py without balance
+  bal   host/retarget/pose.py with balance (OP3)
+Each staff of servo angles is played on the physics twin (tools/robot_sim.py: host/physics twin
+servo models, XM430-W350 / STS3215): fell and fall time, tracking RMS (commanded vs achieved,
+deg), self-collision frames, stance-foot slip (mm; row and pose: while the foot touches the
+floor; bal: while the plan says it stands), retime factor, kinematic pose error (median angle
+between corresponding segment directions; the robot's torso where the IK put it for pose and
+bal, upright for the row copy, which commands none), and the simulation's real-time factor. All figures are from simulation of real recordings.
+"""
+
+import argparse
+import glob
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from device.servo.robot import load_robot                       # noqa: E402
+from host.formats import read_motion                            # noqa: E402
+from host.retarget.pose import pose_error_deg, retarget_to_robot  # noqa: E402
+from host.retarget.segments import SIDED, match_points, side_and_base  # noqa: E402
+from host.staff import Row, Staff                               # noqa: E402
+from tools.robot_sim import simulate                            # noqa: E402
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+SHARED = [os.path.join(REPO, "..", "shared", "data"), os.path.join(REPO, "..", "..", "shared", "data")]
+FOOT_ON_FLOOR = ("walk", "dance", "kick", "turn", "05_20", "131_01", "gait", "Walking")
+
+
+def shared():
+    for p in SHARED:
+        if os.path.isdir(p):
+            return os.path.normpath(p)
+    raise SystemExit("no ../shared/data here")
+
+
+def row_copy(staff, robot):
+    """The description's row map, the CMU joint names translated to the clip's links."""
+    names = set(staff.names)
+    mapping = "human" if any(s.map.get("human") in names or s.map.get("human", "")[1:] in names
+                             for s in robot.servos) else "cmu"
+    link_of = {}
+    if mapping == "cmu" and staff.skeleton is not None:
+        idx = match_points(staff.skeleton)
+        for k, i in idx.items():
+            link_of[k] = staff.skeleton.link_names[i]
+    V = np.array([[s.home_deg] * staff.frames for s in robot.servos], float)
+    for si, s in enumerate(robot.servos):
+        spec = s.map.get(mapping)
+        if not isinstance(spec, str):
+            continue
+        sign = -1.0 if spec.startswith("-") else 1.0
+        row = spec.lstrip("-")
+        if row not in names and mapping == "cmu":
+            joint, ch = row.split(".")
+            side, base = side_and_base(joint)
+            point = next((p for p, bases in SIDED.items() if base in bases), None)
+            if point is None and base == "head":
+                key = "head"
+            else:
+                key = "%s_%s" % (side, point) if side and point else None
+            row = "%s.%s" % (link_of.get(key, joint), ch)
+        if row in names:
+            V[si] = np.clip(sign * staff.values[staff.row_index(row)], s.lo_deg, s.hi_deg)
+    V = np.where(np.isfinite(V), V, 0.0)
+    rows = [Row(s.name, "deg", s.lo_deg, s.hi_deg, True) for s in robot.servos]
+    return Staff(V, rows, staff.fps, 16, None, {"source": "row copy (%s)" % mapping}), mapping
+
+
+def clips(args):
+    d = shared()
+    out = sorted(glob.glob(os.path.join(d, "bvh", "*.bvh"))) + sorted(glob.glob(os.path.join(d, "c3d", "*.c3d")))
+    if args.clips:
+        out = [p for p in out if any(c in os.path.basename(p) for c in args.clips)]
+    return out
+
+
+def cut(staff, seconds):
+    n = min(staff.frames, int(round(seconds * staff.fps)) + 1)
+    s = staff.copy()
+    s.values = s.values[:, :n]
+    return s
+
+
+def fmt(v, spec="%.1f"):
+    return "-" if v is None else spec % v
+
+
+def run_robot(robot_name, staff, methods):
+    robot = load_robot(robot_name)
+    out = {}
+    for method in methods:
+        t0 = time.perf_counter()
+        if method == "row":
+            cmd, how = row_copy(staff, robot)
+            stance, retimed, infeasible, root = None, 1.0, [], None
+        else:
+            res = retarget_to_robot(staff, robot_name, balance=(method == "bal"))
+            cmd, stance, retimed, infeasible = res.staff, res.contacts, res.retimed, res.infeasible
+            root = res.qpos[:, :7]
+            how = method
+        t_ret = time.perf_counter() - t0
+        err, _ = pose_error_deg(staff, cmd, robot_name, retimed, root)
+        sim = simulate(cmd, robot_name, stance=stance)
+        out[method] = dict(sim, pose_error_deg=err, retimed=retimed, infeasible=infeasible,
+                           how=how, retarget_s=t_ret)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-s", type=float, default=8.0, help="seconds of each clip (default 8)")
+    ap.add_argument("--clips", nargs="*", help="substrings of clip names to run")
+    ap.add_argument("--out", help="also write the table here")
+    args = ap.parse_args(argv)
+    lines = []
+
+    def say(s=""):
+        print(s)
+        sys.stdout.flush()
+        lines.append(s)
+
+    say("benchmarks/robot.py --max-s %g: the first %g s of every clip; physics: tools/robot_sim.py "
+        "(host/physics twin servo models)" % (args.max_s, args.max_s))
+    say("columns: fell (time s) | pose error median deg | tracking RMS deg | self-collision frames | "
+        "stance-foot slip mm | retime factor | sim real-time factor")
+    say()
+    hdr = "%-38s %-5s %9s %6s %6s %5s %7s %6s %6s" % ("clip (s)", "meth", "fell@s", "pose", "track",
+                                                     "coll", "slip", "retim", "RTF")
+    say(hdr)
+    summary = {"op3": [], "so101": []}
+    for path in clips(args):
+        name = os.path.basename(path)
+        try:
+            staff = read_motion(path)
+        except Exception as e:                                   # a clip the readers refuse
+            say("%s: cannot read (%s)" % (name, e))
+            continue
+        staff = cut(staff, args.max_s)
+        for robot_name, methods, key in (("op3-dynamixel", ("row", "pose", "bal"), "op3"),
+                                         ("so101-feetech", ("row", "pose"), "so101")):
+            try:
+                res = run_robot(robot_name, staff, methods)
+            except Exception as e:
+                say("%s on %s: %s" % (name, robot_name, e))
+                continue
+            say("%s on %s (%.1f s of the clip)" % (name, robot_name, staff.duration_s))
+            for m in methods:
+                r = res[m]
+                say("  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f" % (
+                    r["how"] if m == "row" else "", m,
+                    ("yes@%.2f" % r["fall_time_s"]) if r["fell"] else "no", r["pose_error_deg"],
+                    r["tracking_rms_deg"], r["self_collision_frames"], r["foot_slip_mm"],
+                    r["retimed"], r["real_time_factor"]))
+                for a, b, why in r["infeasible"][:4]:
+                    say("  %-36s        infeasible %.2f-%.2f s: %s" % ("", a, b, why))
+                if len(r["infeasible"]) > 4:
+                    say("  %-36s        ... %d more spans" % ("", len(r["infeasible"]) - 4))
+            summary[key].append((name, res))
+    say()
+    say("summary, OP3 (%d clips):" % len(summary["op3"]))
+    for m in ("row", "pose", "bal"):
+        rs = [r[m] for _, r in summary["op3"] if m in r]
+        if not rs:
+            continue
+        say("  %-4s fell on %d/%d; pose error median of clips %.1f deg (worst %.1f); tracking RMS median "
+            "%.2f deg (worst %.2f); self-collision frames %d; slip worst %.1f mm; RTF median %.1f"
+            % (m, sum(r["fell"] for r in rs), len(rs), np.median([r["pose_error_deg"] for r in rs]),
+               max(r["pose_error_deg"] for r in rs), np.median([r["tracking_rms_deg"] for r in rs]),
+               max(r["tracking_rms_deg"] for r in rs), sum(r["self_collision_frames"] for r in rs),
+               max(r["foot_slip_mm"] for r in rs), np.median([r["real_time_factor"] for r in rs])))
+    better = sum(r["bal"]["pose_error_deg"] < r["row"]["pose_error_deg"] for _, r in summary["op3"])
+    say("  pose error with balance under the row copy's on %d/%d clips" % (better, len(summary["op3"])))
+    for m in ("row", "pose"):
+        rs = [r[m] for _, r in summary["so101"] if m in r]
+        if rs:
+            say("  SO-101 %-4s pose error median of clips %.1f deg; tracking RMS median %.2f deg"
+                % (m, np.median([r["pose_error_deg"] for r in rs]), np.median([r["tracking_rms_deg"] for r in rs])))
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

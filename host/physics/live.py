@@ -1,0 +1,81 @@
+"""A simulated humanoid on a live link: the product's LinkBridge -> the robot's real driver ->
+its controller emulator -> the MuJoCo twin, all on the link's clock.
+
+    end = TwinEnd("op3-dynamixel", clock=lambda: sim[0])
+    end.step(bytes_from_the_link)      # the same bytes the demo's robot end gets (it listens:
+                                       # its REQUESTs go nowhere, the header repeats every 1 s)
+    end.sample()                       # once per frame: the body's state for the GIF
+    end.run                            # host.physics.simulate.Run: .qpos, .times_s, .report
+    end.summary()                      # fell, fall_time_s, frames driven, tracking, ...
+
+The bridge maps the live rows with the robot description's row map (the live link carries
+the person's joint angles; pose retargeting is an offline step), so on a humanoid this shows
+what a joint-for-joint copy does to its balance.
+"""
+
+import numpy as np
+
+from host.physics.simulate import FALL_HEIGHT_FRAC, FALL_TILT_DEG, Run
+
+
+class TwinEnd:
+    def __init__(self, robot_name, clock, seed=0):
+        from device.servo.bridge import LinkBridge
+        from device.servo.drivers import open_driver
+        from device.servo.emulate import make_emulator
+        from host.physics.simport import REPLY_DELAY_S, SimPort
+        from host.physics.twin import Twin
+        self.clock = clock
+        self.twin = Twin(robot_name, seed=seed)
+        rm = self.twin.rm
+        desc = rm.description
+        kw = {"clock": self.twin.clock, "body": self.twin}
+        if desc.controller in ("dynamixel", "feetech"):
+            kw["ids"] = self.twin.ids
+        self.emu = make_emulator(desc.controller, **kw)
+        self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0))
+        self.driver = open_driver(desc.controller, self.port, **dict(desc.options))
+        self.bridge = LinkBridge(desc, self.driver, clock=clock)
+        self.run = Run()
+        self.run.robot = rm
+        self.fall_s = None
+        self.t0 = clock()
+
+    def step(self, data):
+        self.twin.advance_to(self.clock())          # the body moves on with the link's time
+        if data:
+            self.bridge.feed(data)
+        self.bridge.poll()
+
+    def sample(self):
+        tw = self.twin
+        t = round(self.clock() - self.t0, 5)
+        self.run.times_s.append(t)
+        self.run.qpos.append(tw.data.qpos.copy())
+        if self.fall_s is None and (tw.torso_height_m() < FALL_HEIGHT_FRAC * tw.rm.standing_height_m
+                                    or tw.tilt_deg() > FALL_TILT_DEG):
+            self.fall_s = t
+
+    def summary(self):
+        b = self.bridge
+        return {"robot": self.twin.rm.name, "frames_sampled": len(self.run.times_s),
+                "sim_s": round(self.twin.time_s, 3), "fell": self.fall_s is not None,
+                "fall_time_s": self.fall_s, "bridge": dict(getattr(b, "counts", {})),
+                "torque_saturated_frac": round(self.twin.sat_steps / float(max(1, self.twin.on_steps)), 5),
+                "mapping": getattr(self.twin.rm.description, "mapping_used", None)}
+
+    def finish(self, fps):
+        class _Fps:
+            pass
+        st = _Fps()
+        st.fps = fps
+        self.run.staff = st
+        self.run.report = self.summary()
+        self.run.times_s = list(np.asarray(self.run.times_s) - (self.run.times_s[0] if self.run.times_s else 0))
+        return self.run
+
+    def close(self):
+        try:
+            self.bridge.close()
+        except OSError:
+            pass
