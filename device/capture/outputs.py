@@ -30,6 +30,7 @@ class PacketOutput:
         self.bits = bits
         self.link = LinkStreamer(port, header, bits, baud=baud, clock=clock, heartbeat_s=heartbeat_s,
                                  buffer_bytes=buffer_bytes, record=record)
+        self.all_missing = 0        # columns with every value missing: not sent (see __call__)
 
     @property
     def frames(self):
@@ -40,10 +41,20 @@ class PacketOutput:
         return self.link.n["frames_skipped"]
 
     def counts(self):
-        return self.link.counts()
+        out = self.link.counts()
+        out["frames_all_missing"] = self.all_missing
+        return out
 
     def __call__(self, frame_index, t_s, values, codes):
-        self.link.frame(codes, t_s)
+        for c in codes:
+            if c is not None:
+                self.link.frame(codes, t_s)
+                return
+        # every value missing (every sensor lost this frame): on the link that is the sender's
+        # torque off (SPEC 2), which would drop the robot limp. Send nothing: the receiver holds
+        # and, if it lasts, engages its own failsafe (hold / home / release, as configured).
+        self.all_missing += 1
+        self.link.poll()
 
     def close(self):
         close = getattr(self.port, "close", None)

@@ -9,7 +9,8 @@ servo controller: link packets in, Player (limits, velocity in wall time, failsa
 
 The same rules as the receiver firmware (device/firmware/receiver.py): protocol.packets.Decoder
 (COBS + CRC-32: never a corrupted packet), the compact link header by id (HeaderAssembler:
-spliced or damaged headers are counted, never raised), a frame whose row count or bit depth is
+spliced or damaged headers are counted, never raised), a frame with every value missing is
+the sender's torque off (Player.failsafe("torque_off"), whatever header is held), a frame whose row count or bit depth is
 not the header's is dropped and counted, and a frame that cannot be mapped makes it ask for the
 header (a REQUEST, at most every 0.1 s: about one header's line time at 115200 baud). Every decoded frame goes to Player.send_frame, whose
 Limiter keeps every command inside the servos' limits and velocity limits on the clock.
@@ -40,7 +41,8 @@ class LinkBridge:
         self._last_request = None
         self._t_prev_us = None
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
-                       "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0}
+                       "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
+                       "torque_off": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
@@ -79,11 +81,20 @@ class LinkBridge:
         return b"".join(out)
 
     def _frame(self, p, out):
+        bits, codes = p.frame()
+        if all(c is None for c in codes):
+            # every value missing: the sender's torque off (SPEC 2), obeyed like the firmware
+            # does, whatever header we hold (it has no value to map)
+            self.counts["torque_off"] += 1
+            pl = self.player
+            if pl is not None and not (pl.in_failsafe and
+                                       getattr(pl, "failsafe_action", None) == "torque_off"):
+                pl.failsafe("torque_off")
+            return
         if self.player is None:
             self.counts["no_header"] += 1
             self._request(out)
             return
-        bits, codes = p.frame()
         if bits != self.header["bits"] or len(codes) != len(self.los):
             self.counts["wrong_rows"] += 1
             self._request(out)

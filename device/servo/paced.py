@@ -7,8 +7,11 @@
 The port is opened non-blocking (pyserial write_timeout=0: write() returns what the driver took).
 The sender keeps a model of the driver's transmit buffer: it drains at baud / bits_per_byte
 bytes a second of `clock` (10 bits a byte for 8N1), and a packet is written only if it fits in
-the budget = min(buffer_bytes, max_delay_s of line time) on top of what is still queued, so
-nothing waits more than max_delay_s in the driver and the capture loop never blocks. When the
+the budget = min(buffer_bytes, max_delay_s of line time) on top of what is still queued (a
+header may raise the budget to fit whole; a frame is still sent only onto at most max_delay_s
+of queued line time plus the line time of a header sent at once just before it, frame_budget()),
+so no frame waits more than max_delay_s beyond that in the driver and the capture loop never
+blocks. When the
 driver takes less than a whole packet anyway (a slower line than modelled, a full USB FIFO),
 the rest is kept and completed first: nothing else is written until it is, and a packet that
 arrives meanwhile is skipped whole, so the line never carries a packet cut by another. After a
@@ -36,6 +39,10 @@ class PacedSender:
         self.buffer_bytes = buffer_bytes
         # never below one whole header part (+ a frame), never above the driver's buffer
         self.budget = min(buffer_bytes, max(min_budget, int(max_delay_s * self.bytes_per_s)))
+        # a frame goes only onto at most max_delay_s of queued line time (the budget above is
+        # raised for a whole header, which at a low baud rate is seconds of line time)
+        self.delay_bytes = max(1, int(max_delay_s * self.bytes_per_s))
+        self.credit = 0.0               # queued bytes of a header sent at once (see frame_room)
         self.clock = clock or default_clock()
         self.fill = 0.0                 # modelled bytes still in the driver's buffer
         self._t = None
@@ -50,14 +57,23 @@ class PacedSender:
         now = self.clock()
         if self._t is not None and now > self._t:
             self.fill = max(0.0, self.fill - (now - self._t) * self.bytes_per_s)
+            self.credit = min(self.fill, max(0.0, self.credit - (now - self._t) * self.bytes_per_s))
         self._t = now
 
-    def room(self):
+    def room(self, budget=None):
         """Bytes that can be written now without exceeding the budget (0 while a packet is torn)."""
         self._drain()
         if self._pending is not None and not self._flush():
             return 0
-        return max(0, int(self.budget - self.fill))
+        b = self.budget if budget is None else min(self.budget, budget)
+        return max(0, int(b - self.fill))
+
+    def frame_budget(self):
+        """The queue a frame may join: max_delay_s of line time, plus what is left of a header
+        sent at once (send(..., credit=True)) just before it: a frame waits at most max_delay_s
+        beyond that header's own line time."""
+        self._drain()
+        return self.delay_bytes + int(self.credit)
 
     def _write(self, view):
         try:
@@ -83,10 +99,12 @@ class PacedSender:
         self._pending = None
         return True
 
-    def send(self, data, kind="frame"):
-        """Write one packet whole (True) or skip it whole (False), counted as sent_/skipped_kind."""
+    def send(self, data, kind="frame", budget=None, credit=False):
+        """Write one packet whole (True) or skip it whole (False), counted as sent_/skipped_kind.
+        budget: at most that many bytes queued with it (default self.budget); credit: its bytes
+        are a header's that frames may queue behind (frame_budget)."""
         need = len(data) + (1 if self._resync else 0)
-        if self.room() < need:
+        if self.room(None if budget is None else max(budget, need)) < need:
             self._count("skipped_" + kind)
             return False
         if self._resync:
@@ -97,6 +115,8 @@ class PacedSender:
             self._count("skipped_" + kind)
             return False
         self.fill += n
+        if credit:
+            self.credit += n
         self.counts["bytes"] += n
         if n < len(data):
             self._count("short_writes")

@@ -1,0 +1,221 @@
+"""Fresh-eyes review of issue 15 (live link, unit twins): each test is a break found by review,
+fixed in the module it names. Deterministic: fake clocks and ports, seeded randomness."""
+
+import pytest
+
+from protocol import linkheader as lh, packets as pk
+
+
+class _Sink:
+    """A port that takes every byte (a fast line) and has nothing to read."""
+
+    def __init__(self):
+        self.out = b""
+
+    def write(self, b):
+        self.out += bytes(b)
+        return len(b)
+
+    def read(self, n):
+        return b""
+
+
+def _frames(wire):
+    return [p for p in pk.Decoder().feed(wire) if p.is_frame()]
+
+
+# --- torque off: an all-missing frame ---------------------------------------------------------
+
+def test_capture_never_sends_torque_off_when_every_value_is_missing():
+    # an all-missing column from the capture (every sensor lost for a frame) is not the
+    # sender's torque off: the receiver must hold (its own failsafe), not drop the robot limp
+    from device.capture.outputs import PacketOutput
+    t = [0.0]
+    port = _Sink()
+    header = {"bits": 8, "fps": 30.0, "rows": [{"name": "r%d" % i, "lo": -90.0, "hi": 90.0}
+                                              for i in range(4)]}
+    out = PacketOutput(port, lh.from_staff(header), bits=8, clock=lambda: t[0])
+    for k in range(5):
+        t[0] = k / 30.0
+        out(k, t[0], [0.0] * 4, [100, None, 120, 130] if k != 3 else [None] * 4)
+    frames = _frames(port.out)
+    assert len(frames) == 4
+    assert all(any(c is not None for c in f.frame()[1]) for f in frames)
+    assert out.counts()["frames_all_missing"] == 1
+
+
+class _Drv:
+    NAME = "stub"
+    UNITS = "us"
+
+    def __init__(self):
+        self.stats = {"frames": 0, "commands": 0, "bytes": 0, "errors": 0, "timeouts": 0}
+        self.sent = []
+        self.torque = 0
+
+    def start(self, servos):
+        pass
+
+    def send_positions(self, cmds):
+        self.sent.append(cmds)
+
+    def torque_off(self, ids):
+        self.torque += 1
+        return True
+
+    def set_watchdog(self, s):
+        return False
+
+
+def test_the_bridge_obeys_torque_off_like_the_firmware():
+    # SPEC 2: a frame whose every value is missing is the sender's torque off. The firmware
+    # stops its pulses; the bridge (the other receiver) held the last command instead.
+    from device.servo.bridge import LinkBridge
+    from device.servo.robot import load_robot
+    robot = load_robot("khr17-maestro")
+    t = [0.0]
+    drv = _Drv()
+    br = LinkBridge(robot, drv, clock=lambda: t[0])
+    names = [s.name for s in robot.servos]
+    blob = lh.encode([(n, -90.0, 90.0) for n in names], 8, 30.0)
+    enc = pk.Encoder(clock_us=lambda: int(t[0] * 1e6))
+    br.feed(b"".join(enc.header(blob)))
+    for k in range(5):
+        t[0] += 0.02
+        br.feed(enc.frame([128] * len(names)))
+    assert drv.torque == 0
+    t[0] += 0.02
+    br.feed(enc.frame([None] * len(names)))
+    assert drv.torque == 1 and br.player.in_failsafe
+
+
+# --- the paced streamer ------------------------------------------------------------------------
+
+def _rows(n, lo=-90.0, hi=90.0):
+    return [("r%d" % i, lo, hi) for i in range(n)]
+
+
+def test_frames_of_a_new_header_never_go_before_that_header():
+    # set_header() with the same row count but other ranges: a frame coded for the new ranges
+    # that slips onto the line before the new header's parts is decoded by the receiver with
+    # the old ranges (a wrong position). Frames wait until the new header is on the line.
+    from device.servo.linkstream import LinkStreamer
+    t = [0.0]
+    port = _Sink()
+    a = lh.encode(_rows(14), 8, 30.0)
+    b = lh.encode(_rows(14, -10.0, 10.0), 8, 30.0)
+    ls = LinkStreamer(port, a, 8, clock=lambda: t[0], heartbeat_s=0, header_every_s=0)
+    while ls.frame([100] * 14):               # fill the line to its budget (no time passes)
+        pass
+    ls.set_header(b)
+    mark = len(port.out)
+    for k in range(200):                      # the line drains a few bytes at a time
+        t[0] += 0.0025
+        ls.frame([100] * 14)
+    pkts = pk.Decoder().feed(port.out[mark:])
+    hb = lh.header_id(b)
+    last_part = max(i for i, p in enumerate(pkts) if p.name == "HEADER" and p.fields["header_id"] == hb)
+    first_frame = min(i for i, p in enumerate(pkts) if p.is_frame())
+    assert first_frame > last_part
+
+
+@pytest.mark.parametrize("n,bits", [(600, 16), (1000, 8)])
+def test_a_header_whose_frames_cannot_fit_a_packet_is_refused_at_start(n, bits):
+    # linkheader allows 1024 rows, a packet carries 1000 bytes: every frame raised FormatError
+    # inside the capture loop (swallowed as an output error); refuse it before streaming
+    from device.servo.linkstream import LinkStreamer
+    from protocol.errors import FormatError
+    with pytest.raises(FormatError, match="rows"):
+        LinkStreamer(_Sink(), lh.encode(_rows(n), bits, 30.0), bits, clock=lambda: 0.0)
+
+
+@pytest.mark.parametrize("baud,fps", [(9600, 30), (9600, 10), (115200, 30), (1000000, 240)])
+def test_no_frame_waits_more_than_max_delay_in_the_driver(baud, fps):
+    # PacedSender's promise: nothing waits more than max_delay_s (0.1 s) of line time in the
+    # driver. At 9600 baud the budget was 1100 bytes (min_budget) raised to the header's size:
+    # frames queued for > 1 s, a robot a second behind the subject.
+    from device.servo.linkstream import LinkStreamer
+    t = [0.0]
+    ls = LinkStreamer(_Sink(), lh.encode(_rows(24), 8, float(fps)), 8, baud=baud,
+                      clock=lambda: t[0], max_delay_s=0.1)
+    s = ls.sender
+    worst = 0.0
+    sent = 0
+    for k in range(fps * 5):
+        t[0] = k / float(fps)
+        if ls.frame([100 + (k % 50)] * 24) and k >= 2 * fps:  # after the first header's time
+            sent += 1
+            worst = max(worst, s.fill / s.bytes_per_s)      # this frame's last byte leaves then
+    frame_s = 40 / s.bytes_per_s
+    assert sent > fps                                       # the line still carries frames
+    assert worst <= 0.1 + frame_s
+
+
+# --- the I2C budget ---------------------------------------------------------------------------
+
+def test_two_bus_names_for_one_controller_are_refused():
+    # "a" and "b" are the same wires (/dev/i2c-1): the budget counted them as two buses read in
+    # parallel, so 10 BNO055 "fit" where one bus carries them one after another
+    from device.capture.config import check, default_config
+    from protocol.errors import FormatError
+    cfg = default_config(body="human")
+    cfg["buses"] = {"a": "sim-i2c://1?hz=400000", "b": "sim-i2c://1?hz=100000"}
+    with pytest.raises(FormatError, match="same I2C bus"):
+        check(cfg)
+
+
+@pytest.mark.parametrize("second", [{"addr": 0x28}, {"addr": 0x70},
+                                    {"addr": 0x28, "mux": {"addr": 0x70, "channel": 1}}])
+def test_two_sensors_on_one_address_of_one_bus_are_refused(second):
+    # two chips answering one address on the same wires (or a chip on a multiplexer's address)
+    # is a bus that cannot work; the twin attached the second over the first
+    from device.capture.config import check, default_config
+    from protocol.errors import FormatError
+    cfg = default_config(body="human")
+    s0 = {"name": "a", "chip": "bno055", "bus": "i2c-1", "addr": 0x28, "link": "pelvis",
+          "mux": {"addr": 0x70, "channel": 1} if "mux" in second else None}
+    if second["addr"] == 0x70:
+        s0 = dict(s0, mux={"addr": 0x70, "channel": 0})
+    s1 = {"name": "b", "chip": "bno055", "bus": "i2c-1", "addr": second["addr"], "link": "pelvis",
+          "mux": second.get("mux")}
+    cfg["sensors"] = [s0, s1]
+    with pytest.raises(FormatError, match="address"):
+        check(cfg)
+
+
+# --- the power-cut twin: a new folder's own name ----------------------------------------------
+
+def test_a_recording_in_a_new_folder_survives_a_later_cut():
+    # --record-dir on a fresh card: the folder is created, a recording written, closed and
+    # synced; the power goes later. On a real file system the folder's name is in its parent,
+    # which was never fsync'ed: the folder (and the closed recording) are gone. The twin kept
+    # every folder; new_recording did not sync the parent.
+    from device.capture.storage import new_recording
+    from device.hal.storage_sim import PowerCut, SimStorage
+    from protocol import container, staffheader
+    header = staffheader.make(rows=[{"name": "r0", "unit": "deg", "lo": 0, "hi": 180}], fps=30.0, bits=8)
+    fs = SimStorage(seed=4)
+    p, f = new_recording("cards/unit1", container.encode_header(header), fs, boot="0badc0de")
+    w = container.Writer(f, header, write_header=False)
+    for k in range(30):
+        w.write_frame([k], k * 33)
+    w.close()
+    f.close()
+    g = fs.open_new("cards/other.tmp")
+    fs.cut_after_writes = fs.writes + 1
+    with pytest.raises(PowerCut):
+        g.write(b"x")
+    fs.after_cut()
+    assert container.parse(fs.read_bytes(p)).nframes == 30
+
+
+def test_the_twin_loses_a_folder_whose_parent_was_never_synced():
+    from device.hal.storage_sim import SimStorage
+    fs = SimStorage(seed=1)
+    fs.makedirs("a/b")
+    f = fs.open_new("a/b/x")
+    f.write(b"data")
+    f.sync()                                  # the file and its entry in a/b: but a/b itself?
+    fs.power_cut()
+    fs.after_cut()
+    assert not fs.exists("a/b/x") and not fs.isdir("a/b")
