@@ -219,3 +219,68 @@ def test_the_twin_loses_a_folder_whose_parent_was_never_synced():
     fs.power_cut()
     fs.after_cut()
     assert not fs.exists("a/b/x") and not fs.isdir("a/b")
+
+
+# --- clocks: MicroPython's ticks_ms wraps; a clock may step back ------------------------------
+
+class _Ticks:
+    """time.ticks_ms / ticks_diff of a MicroPython port (period 2^30 ms: 12.4 days)."""
+    PERIOD = 1 << 30
+
+    def __init__(self, ms):
+        self.ms = ms
+
+    def ticks_ms(self):
+        return self.ms % self.PERIOD
+
+    def ticks_diff(self, a, b):
+        d = (a - b) % self.PERIOD
+        return d - self.PERIOD if d >= self.PERIOD // 2 else d
+
+
+def test_the_micropython_clock_survives_the_ticks_wrap(monkeypatch):
+    # default_clock() was ticks_ms() / 1000: 12.4 days after boot it jumps back 1.07e6 s, and
+    # the streamer's "now - last >= every" stopped the header repeats and heartbeats for 12 days
+    import types
+    from device.servo import paced
+    t = _Ticks((1 << 30) - 500)
+    fake = types.SimpleNamespace(ticks_ms=t.ticks_ms, ticks_diff=t.ticks_diff)
+    monkeypatch.setattr(paced, "time", fake)
+    clock = paced.default_clock()
+    a = clock()
+    t.ms += 1000                              # across the wrap
+    assert clock() - a == pytest.approx(1.0)
+
+
+def test_a_clock_that_steps_back_does_not_stop_header_repeats_or_heartbeats():
+    from device.servo.linkstream import LinkStreamer
+    t = [1000.0]
+    port = _Sink()
+    ls = LinkStreamer(port, lh.encode(_rows(4), 8, 30.0), 8, clock=lambda: t[0])
+    ls.frame([1, 2, 3, 4])
+    t[0] = 10.0                               # stepped back (an injected or unwrapped clock)
+    for k in range(90):                       # 3 s of frames
+        t[0] += 1 / 30.0
+        ls.frame([1, 2, 3, 4])
+    c = ls.counts()
+    assert c["header_repeats"] >= 3 and c["heartbeats"] >= 3
+
+
+# --- the header assembler's memory bound ------------------------------------------------------
+
+def test_replaced_header_parts_count_against_the_memory_bound():
+    # parts are counted when first seen; a part sent again longer (same id, valid CRC) replaced
+    # it uncounted: 255 parts of 1 byte then of 990 bytes held 250 KB on a 264 KB Pico
+    a = pk.HeaderAssembler(max_bytes=4096)
+    hid = 0x1234
+    enc = pk.Encoder(clock_us=lambda: 0)
+
+    def part(i, n):
+        b = enc.packet("HEADER", (pk.SCHEMA, hid, i, 255), b"\x01" * n)
+        return pk.Decoder().feed(b)[0]
+    for i in range(200):
+        a.add(part(i, 1))
+    for i in range(200):
+        a.add(part(i, 990))
+        assert sum(len(v) for v in a._parts.values()) <= 4096
+    assert a.too_big >= 1

@@ -133,6 +133,12 @@ class LinkStreamer:
         """Read what the receiver said; send due header parts and the heartbeat. Never blocks."""
         self._read_replies()
         now = self.clock()
+        # a clock that stepped back (an injected clock, a wrapped tick count): the marks follow
+        # it, so the repeats and heartbeats go on at their period instead of stopping
+        if now < self._last_header:
+            self._last_header = now - self.header_every_s
+        if self._last_hb is not None and now < self._last_hb:
+            self._last_hb = None
         if self.header_every_s and now - self._last_header >= self.header_every_s:
             self._due_header()
         self._send_header_parts()

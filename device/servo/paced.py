@@ -24,10 +24,18 @@ BITS_PER_BYTE = 10          # 8N1: start + 8 data + stop
 
 
 def default_clock():
-    """Seconds of a monotonic clock: time.monotonic, or MicroPython's ticks_ms."""
+    """Seconds of a monotonic clock: time.monotonic, or MicroPython's ticks_ms unwrapped."""
     if hasattr(time, "monotonic"):
         return time.monotonic
-    return lambda: time.ticks_ms() / 1000.0
+    # ticks_ms wraps (2^30 ms on most ports: 12.4 days): sum the ticks_diff steps instead
+    state = [time.ticks_ms(), 0]
+
+    def clock():
+        now = time.ticks_ms()
+        state[1] += time.ticks_diff(now, state[0])
+        state[0] = now
+        return state[1] / 1000.0
+    return clock
 
 
 class PacedSender:
