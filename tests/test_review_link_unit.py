@@ -284,3 +284,60 @@ def test_replaced_header_parts_count_against_the_memory_bound():
         a.add(part(i, 990))
         assert sum(len(v) for v in a._parts.values()) <= 4096
     assert a.too_big >= 1
+
+
+# --- a USB serial adapter unplugged and plugged back ------------------------------------------
+
+class _Usb:
+    """A USB serial port: once unplugged, every write raises (pyserial: EIO) until reopened."""
+
+    def __init__(self):
+        self.out = b""
+        self.gone = False
+
+    def write(self, b):
+        if self.gone:
+            raise OSError(5, "write failed: Input/output error")
+        self.out += bytes(b)
+        return len(b)
+
+    def read(self, n):
+        if self.gone:
+            raise OSError(5, "read failed")
+        return b""
+
+
+def test_the_live_link_reopens_a_port_that_went_away():
+    # pulling a USB adapter kills the file descriptor: the capture kept writing to the dead port
+    # (write_errors forever) and never streamed again after the adapter came back
+    from device.capture.outputs import PacketOutput
+    t = [0.0]
+    ports = [_Usb()]
+
+    def reopen():
+        if t[0] < 2.0:                        # still unplugged: the device node is missing
+            raise OSError(2, "could not open port /dev/ttyUSB0")
+        ports.append(_Usb())
+        return ports[-1]
+    out = PacketOutput(ports[0], lh.encode(_rows(4), 8, 30.0), bits=8, clock=lambda: t[0],
+                       reopen=reopen)
+    for k in range(120):                      # 4 s at 30 Hz, unplugged from 1 s
+        t[0] = k / 30.0
+        if k == 30:
+            ports[0].gone = True
+        out(k, t[0], [0.0] * 4, [1, 2, 3, k % 200])
+    assert len(ports) == 2
+    pkts = pk.Decoder().feed(ports[1].out)
+    assert pkts[0].name == "HELLO" and any(p.name == "HEADER" for p in pkts)
+    assert sum(p.is_frame() for p in pkts) >= 55           # 2 s after the replug, every frame
+    assert out.counts()["reopens"] == 1
+
+
+def test_the_capture_service_restarts_after_its_day_ends():
+    # --duration 86400 exits 0 after a day; Restart=on-failure left the unit not capturing
+    import configparser
+    import os
+    cp = configparser.ConfigParser(strict=False, interpolation=None)
+    cp.read(os.path.join("device", "capture", "motionstaff-capture.service"))
+    assert "--duration" in cp["Service"]["ExecStart"]
+    assert cp["Service"]["Restart"] == "always"

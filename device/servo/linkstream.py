@@ -72,6 +72,20 @@ class LinkStreamer:
         self._queue = []            # parts of a previous header still queued: this one instead
         self._due_header(True)
 
+    def reopen(self, port):
+        """The same link on a new port (the device came back): HELLO and the header first."""
+        self.port = port
+        s = self.sender
+        s.port = port
+        s.fill = 0.0
+        s.credit = 0.0
+        s._pending = None
+        s._resync = True            # a 0x00 first: whatever the receiver holds of a cut packet ends
+        self.decoder = pk.Decoder()
+        self._hello = True
+        self._queue = []
+        self._due_header(True)
+
     def _due_header(self, urgent=False):
         self._urgent = self._urgent or urgent
         if self._queue:
