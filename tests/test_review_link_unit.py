@@ -341,3 +341,19 @@ def test_the_capture_service_restarts_after_its_day_ends():
     cp.read(os.path.join("device", "capture", "motionstaff-capture.service"))
     assert "--duration" in cp["Service"]["ExecStart"]
     assert cp["Service"]["Restart"] == "always"
+
+
+def test_a_bad_link_port_is_refused_before_a_recording_is_made(tmp_path, capsys):
+    # --link /dev/ttyUSB9 (wrong name): the recording was created first, then the port failed,
+    # leaving a header-only recording; under systemd's restarts one more every 2 s
+    from host.cli import main
+    rd = tmp_path / "recs"
+    assert main(["capture", "--body", "humanoid18", "--estimator", "orient", "--duration", "0.2",
+                 "--link", str(tmp_path / "ttyNOPE"), "--record-dir", str(rd)]) == 2
+    assert "ttyNOPE" in capsys.readouterr().err
+    assert not rd.exists() or os_listdir(rd) == []
+
+
+def os_listdir(p):
+    import os
+    return os.listdir(str(p))
