@@ -357,3 +357,26 @@ def test_a_bad_link_port_is_refused_before_a_recording_is_made(tmp_path, capsys)
 def os_listdir(p):
     import os
     return os.listdir(str(p))
+
+
+@pytest.mark.parametrize("chip", ["bno055", "mpu6050"])
+def test_a_bus_clock_faster_than_its_chips_is_refused(chip):
+    # hz=1000000 is a valid URL, but a BNO055 / MPU-6050 / TCA9548A is a 400 kHz (fast mode)
+    # part: the budget charged 1 MHz bit times and passed reads the wires cannot make
+    from device.capture.busbudget import check_bus_budget
+    from device.capture.config import default_config, place_sensors
+    from device.body.human import human_model
+    cfg = default_config(body="human", chip=chip)
+    cfg["buses"] = dict((k, v.replace("hz=400000", "hz=1000000")) for k, v in cfg["buses"].items())
+    specs = place_sensors(human_model(), chip=chip, buses=list(cfg["buses"]))
+    with pytest.raises(ValueError, match="400 kHz"):
+        check_bus_budget(cfg, specs)
+
+
+def test_frames_of_another_bit_depth_than_the_header_are_refused_at_start():
+    # PacketOutput(port, header_16bit, bits=8): every frame 8-bit under a 16-bit header, each
+    # one dropped by the receiver as wrong_rows, forever
+    from device.servo.linkstream import LinkStreamer
+    from protocol.errors import FormatError
+    with pytest.raises(FormatError, match="bits"):
+        LinkStreamer(_Sink(), lh.encode(_rows(4), 16, 30.0), 8, clock=lambda: 0.0)

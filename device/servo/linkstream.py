@@ -49,7 +49,10 @@ class LinkStreamer:
         self.blob = pk.link_blob(header)
         h = linkheader.decode(self.blob)
         nrows = len(h["rows"])
-        bits = bits or h["bits"]
+        if bits and bits != h["bits"]:
+            raise FormatError("link: frames of %d bits under a %d-bit header (the receiver would "
+                              "drop every one)" % (bits, h["bits"]))
+        bits = h["bits"]
         # the largest frame (masked): rows u16 + mask + codes must fit one packet
         payload = 2 + (nrows + 7) // 8 + nrows * (bits // 8)
         if payload > pk.MAX_PAYLOAD:
