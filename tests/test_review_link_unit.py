@@ -380,3 +380,38 @@ def test_frames_of_another_bit_depth_than_the_header_are_refused_at_start():
     from protocol.errors import FormatError
     with pytest.raises(FormatError, match="bits"):
         LinkStreamer(_Sink(), lh.encode(_rows(4), 16, 30.0), 8, clock=lambda: 0.0)
+
+
+# --- servos that execute each command over a move time ----------------------------------------
+
+class _MoveTimeDrv(_Drv):
+    """An LX-16A-like driver: each command is executed over time_ms (MOVE_TIME_WRITE)."""
+    time_ms = 0
+
+
+def test_a_move_time_servo_never_exceeds_its_velocity_after_a_gap():
+    # the Player's limiter allows a step of max_vel * 2 periods after a pause (dt clamped to
+    # 2 / rate), and the LX-16A executes every step over one period (time_ms): twice the
+    # velocity limit at the servo, in the servo's own time
+    from device.servo.player import Player
+    from device.servo.robot import load_robot
+    robot = load_robot("khr17-maestro")
+    for s in robot.servos:
+        s.max_acc_dps2 = 0.0                  # no acceleration limit: velocity is the bound
+    t = [0.0]
+    drv = _MoveTimeDrv()
+    pl = Player(robot, drv, row_names=[s.name for s in robot.servos], clock=lambda: t[0])
+    pl.start()
+    assert drv.time_ms > 0
+    home = [s.home_deg for s in robot.servos]
+    for dt, target in [(pl.period_s, home), (pl.period_s * 1.5, [h + 90 for h in home]),
+                       (0.5, [h - 90 for h in home]), (pl.period_s, [h + 90 for h in home])]:
+        t[0] += dt
+        pl.send_frame(target)
+    prev = dict((s.id, s.to_units(s.home_deg)) for s in robot.servos)
+    for cmds in drv.sent:
+        for s in robot.servos:
+            u = dict(cmds)[s.id]
+            vel_dps = abs(u - prev[s.id]) / abs(s.units_per_deg) / (drv.time_ms / 1000.0)
+            assert vel_dps <= s.max_vel_dps * 1.02 + 1e-9, (s.name, vel_dps)
+            prev[s.id] = u
