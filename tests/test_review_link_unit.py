@@ -415,3 +415,23 @@ def test_a_move_time_servo_never_exceeds_its_velocity_after_a_gap():
             vel_dps = abs(u - prev[s.id]) / abs(s.units_per_deg) / (drv.time_ms / 1000.0)
             assert vel_dps <= s.max_vel_dps * 1.02 + 1e-9, (s.name, vel_dps)
             prev[s.id] = u
+
+
+# --- a header whose CRC is right but whose content is not usable ------------------------------
+
+def test_a_link_header_with_an_infinite_range_is_refused():
+    # lo = -inf passes "lo == lo and lo < hi"; the receiver adopted it and every frame then
+    # raised OverflowError in map_rows (int(-inf)): counted errors instead of a refused header
+    import struct
+    from protocol.errors import FormatError
+    good = lh.encode(_rows(2), 8, 30.0)
+    bad = bytearray(good)
+    struct.pack_into("<f", bad, 8, float("-inf"))            # row 0's lo
+    with pytest.raises(FormatError, match="range"):
+        lh.decode(bytes(bad))
+    with pytest.raises(FormatError, match="range"):
+        lh.encode([("a", float("-inf"), 0.0)], 8, 30.0)
+    asm = pk.HeaderAssembler()
+    enc = pk.Encoder(clock_us=lambda: 0)
+    got = [asm.add(p) for p in pk.Decoder().feed(b"".join(enc.header(bytes(bad))))]
+    assert got == [None] and asm.bad == 1
