@@ -435,3 +435,13 @@ def test_a_link_header_with_an_infinite_range_is_refused():
     enc = pk.Encoder(clock_us=lambda: 0)
     got = [asm.add(p) for p in pk.Decoder().feed(b"".join(enc.header(bytes(bad))))]
     assert got == [None] and asm.bad == 1
+
+
+def test_the_native_driver_never_blocks_on_a_full_port():
+    # open_driver opens every port with write_timeout=1.0: a Native write into a full driver
+    # buffer (a USB CDC receiver that stopped reading) blocked the player for a second per
+    # command; the paced sender's "never blocks" needs a non-blocking port
+    from device.servo.drivers import open_driver
+    drv = open_driver("native", "loop://")
+    assert drv.port.write_timeout == 0
+    drv.close()
