@@ -445,3 +445,17 @@ def test_the_native_driver_never_blocks_on_a_full_port():
     drv = open_driver("native", "loop://")
     assert drv.port.write_timeout == 0
     drv.close()
+
+
+def test_two_mpu9250_on_one_channel_collide_at_their_magnetometers():
+    # each MPU-9250 brings an AK8963 at 0x0C onto the bus (bypass mode): 0x68 and 0x69 differ,
+    # the magnetometers do not
+    from device.capture.config import check, default_config
+    from protocol.errors import FormatError
+    cfg = default_config(body="human", chip="mpu9250")
+    cfg["sensors"] = [{"name": n, "chip": "mpu9250", "bus": "i2c-1", "addr": a, "link": "pelvis",
+                       "mux": None} for n, a in (("a", 0x68), ("b", 0x69))]
+    with pytest.raises(FormatError, match="0x0c"):
+        check(cfg)
+    cfg["sensors"] = cfg["sensors"][:1]
+    check(cfg)

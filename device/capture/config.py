@@ -109,6 +109,10 @@ def place_sensors(skeleton, chip="bno055", bus=None, buses=None):
     return out
 
 
+# addresses a chip also answers on its bus: the MPU-9250's magnetometer (AK8963, bypass mode)
+_IMPLIED = {"mpu9250": (0x0C,)}
+
+
 def _check_addresses(sensors, where):
     # per bus: a chip wired directly answers whatever multiplexer channel is enabled, so its
     # address must be unique among every chip of the bus and the multiplexers' own addresses;
@@ -120,8 +124,12 @@ def _check_addresses(sensors, where):
         muxes = set(s["mux"]["addr"] for s in ss if s.get("mux"))
         direct = {}
         behind = {}
+        seats = []
         for s in ss:
-            a = s["addr"]
+            seats.append((s, s["addr"]))
+            for extra in _IMPLIED.get(s["chip"], ()):
+                seats.append((s, extra))
+        for s, a in seats:
             if a in muxes:
                 raise FormatError("%s: sensor %r on bus %s: address 0x%02x is a multiplexer's"
                                   % (where, s["name"], bus, a))
