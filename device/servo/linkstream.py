@@ -177,7 +177,7 @@ class LinkStreamer:
         # a frame of a header not yet wholly sent would be read with the receiver's old ranges
         # (same row count): it waits, skipped whole, until that header is on the line
         if not (self._fresh and self._queue) and \
-                self.sender.send(pkt, "frame", self.sender.frame_budget()):
+                self.sender.send(pkt, "frame", self.sender.frame_budget(), self.sender.in_burst()):
             self.n["frames_sent"] += 1
             if self.record:
                 self.sent[(seq, t_us)] = list(codes)

@@ -9,7 +9,7 @@ The sender keeps a model of the driver's transmit buffer: it drains at baud / bi
 bytes a second of `clock` (10 bits a byte for 8N1), and a packet is written only if it fits in
 the budget = min(buffer_bytes, max_delay_s of line time) on top of what is still queued (a
 header may raise the budget to fit whole; a frame is still sent only onto at most max_delay_s
-of queued line time plus the line time of a header sent at once just before it, frame_budget()),
+of queued line time beyond the burst of a header sent at once, frame_budget()),
 so no frame waits more than max_delay_s beyond that in the driver and the capture loop never
 blocks. When the
 driver takes less than a whole packet anyway (a slower line than modelled, a full USB FIFO),
@@ -50,7 +50,8 @@ class PacedSender:
         # a frame goes only onto at most max_delay_s of queued line time (the budget above is
         # raised for a whole header, which at a low baud rate is seconds of line time)
         self.delay_bytes = max(1, int(max_delay_s * self.bytes_per_s))
-        self.credit = 0.0               # queued bytes of a header sent at once (see frame_room)
+        self.credit = 0.0               # queued bytes of a header burst (see frame_budget)
+        self.burst_until = None         # when the last header sent at once has left the line
         self.clock = clock or default_clock()
         self.fill = 0.0                 # modelled bytes still in the driver's buffer
         self._t = None
@@ -78,10 +79,14 @@ class PacedSender:
 
     def frame_budget(self):
         """The queue a frame may join: max_delay_s of line time, plus what is left of a header
-        sent at once (send(..., credit=True)) just before it: a frame waits at most max_delay_s
-        beyond that header's own line time."""
+        burst: a header sent at once (send(..., credit=True)) and the frames that queued behind
+        it while it went (in_burst()). A frame waits at most max_delay_s beyond that burst."""
         self._drain()
         return self.delay_bytes + int(self.credit)
+
+    def in_burst(self):
+        """True while the last header sent at once is still on its way (see frame_budget)."""
+        return self.burst_until is not None and self.clock() < self.burst_until
 
     def _write(self, view):
         try:
@@ -125,6 +130,9 @@ class PacedSender:
         self.fill += n
         if credit:
             self.credit += n
+            if kind != "frame":
+                # the header leaves the line once everything queued before it and it has
+                self.burst_until = self._t + self.fill / self.bytes_per_s
         self.counts["bytes"] += n
         if n < len(data):
             self._count("short_writes")
