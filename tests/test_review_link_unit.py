@@ -67,18 +67,23 @@ class _Drv:
         return False
 
 
-def test_the_bridge_obeys_torque_off_like_the_firmware():
-    # SPEC 2: a frame whose every value is missing is the sender's torque off. The firmware
-    # stops its pulses; the bridge (the other receiver) held the last command instead.
+def _bridge():
+    """(bridge, driver stub, clock cell, row names, encoder) for the khr17-maestro robot."""
     from device.servo.bridge import LinkBridge
     from device.servo.robot import load_robot
     robot = load_robot("khr17-maestro")
     t = [0.0]
     drv = _Drv()
     br = LinkBridge(robot, drv, clock=lambda: t[0])
-    names = [s.name for s in robot.servos]
-    blob = lh.encode([(n, -90.0, 90.0) for n in names], 8, 30.0)
     enc = pk.Encoder(clock_us=lambda: int(t[0] * 1e6))
+    return br, drv, t, [s.name for s in robot.servos], enc
+
+
+def test_the_bridge_obeys_torque_off_like_the_firmware():
+    # SPEC 2: a frame whose every value is missing is the sender's torque off. The firmware
+    # stops its pulses; the bridge (the other receiver) held the last command instead.
+    br, drv, t, names, enc = _bridge()
+    blob = lh.encode([(n, -90.0, 90.0) for n in names], 8, 30.0)
     br.feed(b"".join(enc.header(blob)))
     for k in range(5):
         t[0] += 0.02
@@ -459,3 +464,23 @@ def test_two_mpu9250_on_one_channel_collide_at_their_magnetometers():
         check(cfg)
     cfg["sensors"] = cfg["sensors"][:1]
     check(cfg)
+
+
+def test_the_bridge_survives_a_header_whose_rows_drive_no_servo():
+    # a valid header for another robot (or Native's servo-id rows): robot.row_map raised
+    # ValueError out of LinkBridge.feed, ending the robot end's loop (no failsafe after it)
+    br, drv, t, names, enc = _bridge()
+    other = lh.encode([("x%d" % i, -1.0, 1.0) for i in range(3)], 8, 30.0)
+    br.feed(b"".join(enc.header(other)))                 # before any good header
+    br.feed(enc.frame([1, 2, 3]))
+    good = lh.encode([(n, -90.0, 90.0) for n in names], 8, 30.0)
+    br.feed(b"".join(enc.header(good)))
+    for k in range(3):
+        t[0] += 0.02
+        br.feed(enc.frame([128] * len(names)))
+    br.feed(b"".join(enc.header(other)))                 # and while streaming
+    t[0] += 0.02
+    br.feed(enc.frame([1, 2, 3]))
+    assert br.counts["frames"] == 3 and br.counts["unusable_headers"] == 2
+    t[0] += 5.0
+    assert br.poll() is True                              # the failsafe still engages

@@ -40,15 +40,26 @@ class LinkBridge:
         self.last_codes = None
         self._last_request = None
         self._t_prev_us = None
+        self._unusable_id = None
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
                        "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
-                       "torque_off": 0}
+                       "torque_off": 0, "unusable_headers": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
-        if self.header is not None and h["id"] == self.header["id"]:
+        if self.header is not None and h["id"] == self.header["id"] or h["id"] == self._unusable_id:
             return
         names = [r["name"] for r in h["rows"]]
+        try:
+            self.robot.row_map(names, self.mapping)
+        except ValueError:
+            # a valid header whose rows drive none of this robot's servos (another robot's):
+            # counted; its frames are never mapped (not onto the rows held before either)
+            self.counts["unusable_headers"] += 1
+            self._unusable_id = h["id"]
+            self.header = None
+            return
+        self._unusable_id = None
         self.header = h
         self.los = [r["lo"] for r in h["rows"]]
         self.his = [r["hi"] for r in h["rows"]]
@@ -91,9 +102,10 @@ class LinkBridge:
                                        getattr(pl, "failsafe_action", None) == "torque_off"):
                 pl.failsafe("torque_off")
             return
-        if self.player is None:
+        if self.player is None or self.header is None:
             self.counts["no_header"] += 1
-            self._request(out)
+            if self._unusable_id is None:       # (the sender's header is known not to fit)
+                self._request(out)
             return
         if bits != self.header["bits"] or len(codes) != len(self.los):
             self.counts["wrong_rows"] += 1
