@@ -9,10 +9,11 @@ servo controller: link packets in, Player (limits, velocity in wall time, failsa
 
 The same rules as the receiver firmware (device/firmware/receiver.py): protocol.packets.Decoder
 (COBS + CRC-32: never a corrupted packet), the compact link header by id (HeaderAssembler:
-spliced or damaged headers are counted, never raised), a frame with every value missing is
-the sender's torque off (Player.failsafe("torque_off"), whatever header is held), a frame whose row count or bit depth is
-not the header's is dropped and counted, and a frame that cannot be mapped makes it ask for the
-header (a REQUEST, at most every 0.1 s: about one header's line time at 115200 baud). Every decoded frame goes to Player.send_frame, whose
+spliced or damaged headers are counted, never raised; a valid header whose rows drive none
+of the robot's servos is counted in unusable_headers and its frames never mapped), a frame
+with every value missing is the sender's torque off (Player.failsafe("torque_off"), whatever
+header is held), a frame whose row count or bit depth is not the header's is dropped and
+counted, and a frame that cannot be mapped makes it ask for the header (a REQUEST, at most every 0.1 s: about one header's line time at 115200 baud). Every decoded frame goes to Player.send_frame, whose
 Limiter keeps every command inside the servos' limits and velocity limits on the clock.
 `last_key`/`last_codes` are (seq, time_us) and the codes of the frame being acted on while its
 command is written (None for a failsafe step).
