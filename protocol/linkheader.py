@@ -26,6 +26,7 @@ _HEAD = "<BBIH"
 _HEAD_SIZE = 8
 _ROW = "<ffB"
 _ROW_SIZE = 9
+F32_MAX = 3.4028234663852886e38     # the largest finite f32: a range is finite (inf, NaN refused)
 
 
 def header_id(blob):
@@ -46,8 +47,8 @@ def encode(rows, bits=8, fps=30.0):
         nb = (name or "").encode()[:MAX_NAME]
         lo = float(lo)
         hi = float(hi)
-        if not (lo == lo and hi == hi and lo < hi):
-            raise FormatError("link header: row %r range [%r, %r] is not lo < hi" % (name, lo, hi))
+        if not (-F32_MAX <= lo < hi <= F32_MAX):
+            raise FormatError("link header: row %r range [%r, %r] is not finite lo < hi" % (name, lo, hi))
         out.append(struct.pack(_ROW, lo, hi, len(nb)) + nb)
     return b"".join(out)
 
@@ -86,8 +87,8 @@ def decode(blob):
         except UnicodeError:
             raise FormatError("link header: row %d name is not UTF-8" % i)
         p += k
-        if not (lo == lo and hi == hi and lo < hi):
-            raise FormatError("link header: row %d range is not lo < hi" % i)
+        if not (-F32_MAX <= lo < hi <= F32_MAX):
+            raise FormatError("link header: row %d range is not finite lo < hi" % i)
         rows.append({"name": name, "lo": lo, "hi": hi})
     if p != n:
         raise FormatError("link header: %d bytes after the last row" % (n - p))

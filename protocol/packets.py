@@ -431,8 +431,10 @@ class HeaderAssembler:
             self._bytes = 0
             self._id = hid
             self._count = parts
-        if part not in self._parts:
-            self._bytes += len(p.tail)
+        # held bytes: a part seen again replaces its earlier copy (counted by the difference)
+        old = self._parts.get(part)
+        self._bytes += len(p.tail) - (0 if old is None else len(old))
+        if old is None or len(p.tail) > len(old):
             if self._bytes > self.max_bytes:
                 self.too_big += 1
                 self._parts = {}

@@ -41,6 +41,7 @@ def _record(fs, folder, header, frames, fpb=1, sync_s=1.0):
 def test_unsynced_data_is_lost_and_the_last_write_torn():
     fs = SimStorage(seed=1, page=64)
     fs.makedirs("d")
+    fs.sync_dir("")                 # the folder exists from before (its name on the medium)
     f = fs.open_new("d/x")
     f.write(b"a" * 100)
     f.sync()
@@ -59,6 +60,7 @@ def test_unsynced_data_is_lost_and_the_last_write_torn():
 def test_a_file_never_synced_has_no_name_after_the_cut():
     fs = SimStorage(seed=2)
     fs.makedirs("d")
+    fs.sync_dir("")                 # the folder exists from before (its name on the medium)
     f = fs.open_new("d/y")
     f.write(b"hello")
     f.flush()
@@ -70,6 +72,7 @@ def test_a_file_never_synced_has_no_name_after_the_cut():
 def test_names_never_reuse_a_recording():
     fs = SimStorage()
     fs.makedirs("rec")
+    fs.sync_dir("")
     head = container.encode_header(_header())
     p1, f1 = new_recording("rec", head, fs, boot="00000001")
     p2, f2 = new_recording("rec", head, fs, boot="00000001")

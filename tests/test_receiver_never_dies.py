@@ -53,6 +53,22 @@ def test_spliced_header_and_wrong_row_count_keep_the_old_mapping():
     assert any(p.name == "REQUEST" and p.fields["header_id"] == lh.header_id(a) for p in replies)
 
 
+def test_torque_off_releases_even_when_the_receiver_holds_another_header():
+    # the sender restarted with another header (6 servos) and sends torque off at once; the
+    # receiver still holds the 14-row header: torque off must stop the pulses all the same
+    # (it was dropped as wrong_rows, and with action=hold the servos stayed powered forever)
+    board, rx = _rx("hold")
+    enc = pk.Encoder(clock_us=lambda: 0)
+    a = lh.encode([("r%d" % i, -90.0, 90.0) for i in range(14)], 8, 30.0)
+    _feed(board, rx, b"".join(enc.header(a)), 0)
+    for k in range(10):
+        _feed(board, rx, enc.frame([128 + k] * 14), 10 + 10 * k)
+    assert any(p.duty_ns() > 0 for p in board.pwms)
+    _feed(board, rx, enc.frame([None] * 6), 120)
+    assert all(p.duty_ns() == 0 for p in board.pwms)
+    assert rx.state == pk.STATE_FAILSAFE and rx.counters()["released"] == 1
+
+
 @pytest.mark.parametrize("action", ["hold", "home", "release"])
 def test_failsafe_engages_without_ever_getting_a_header(action):
     board, rx = _rx(action)

@@ -20,6 +20,9 @@ from device.hal import split_url
 from device.hal.i2c_sim import SimI2C, parse_hz
 
 FRAMES = 3
+# the fastest SCL each part runs at (all fast mode, 400 kHz: BNO055 datasheet 4.6, MPU-6000/
+# MPU-6050 and MPU-9250 product specifications, TCA9548A datasheet): a bus runs at its slowest
+MAX_HZ = {"bno055": 400000, "mpu6050": 400000, "mpu9250": 400000, "tca9548a": 400000}
 
 
 def _chip(spec):
@@ -92,6 +95,13 @@ def check_bus_budget(cfg, specs, where="unit config"):
     period = 1.0 / float(cfg["rate_hz"])
     budget = bus_budget(cfg, specs)
     for b in budget:
+        parts = list(b["chips"]) + (["tca9548a"] if b["mux_writes"] else [])
+        for part in parts:
+            top = MAX_HZ.get(part)
+            if top is not None and b["hz"] > top:
+                raise ValueError("%s: bus %s at %g kHz is faster than its %s runs (%g kHz): "
+                                 "set hz=%d" % (where, b["bus"], b["hz"] / 1000.0, part.upper(),
+                                                top / 1000.0, top))
         if b["s"] > period:
             raise ValueError("%s: %s at %g Hz (spread the sensors over more buses, or raise "
                              "the bus clock)" % (where, describe(b, period), float(cfg["rate_hz"])))

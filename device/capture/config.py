@@ -109,6 +109,46 @@ def place_sensors(skeleton, chip="bno055", bus=None, buses=None):
     return out
 
 
+# addresses a chip also answers on its bus: the MPU-9250's magnetometer (AK8963, bypass mode)
+_IMPLIED = {"mpu9250": (0x0C,)}
+
+
+def _check_addresses(sensors, where):
+    # per bus: a chip wired directly answers whatever multiplexer channel is enabled, so its
+    # address must be unique among every chip of the bus and the multiplexers' own addresses;
+    # a chip behind a channel must be unique on that channel and not a multiplexer's address
+    by_bus = {}
+    for s in sensors:
+        by_bus.setdefault(s["bus"], []).append(s)
+    for bus, ss in by_bus.items():
+        muxes = set(s["mux"]["addr"] for s in ss if s.get("mux"))
+        direct = {}
+        behind = {}
+        seats = []
+        for s in ss:
+            seats.append((s, s["addr"]))
+            for extra in _IMPLIED.get(s["chip"], ()):
+                seats.append((s, extra))
+        for s, a in seats:
+            if a in muxes:
+                raise FormatError("%s: sensor %r on bus %s: address 0x%02x is a multiplexer's"
+                                  % (where, s["name"], bus, a))
+            mux = s.get("mux")
+            seat = direct if not mux else behind.setdefault((mux["addr"], mux["channel"]), {})
+            other = seat.get(a) or direct.get(a) or (None if mux else _behind_at(behind, a))
+            if other is not None:
+                raise FormatError("%s: sensors %r and %r answer the same address 0x%02x on bus %s"
+                                  % (where, other, s["name"], a, bus))
+            seat[a] = s["name"]
+
+
+def _behind_at(behind, a):
+    for seat in behind.values():
+        if a in seat:
+            return seat[a]
+    return None
+
+
 def _need(cfg, key, kinds, where):
     if key not in cfg:
         raise FormatError("%s: '%s' is missing" % (where, key))
@@ -136,11 +176,19 @@ def check(cfg, where="unit config"):
     buses = _need(cfg, "buses", dict, where)
     from device.hal import split_url
     from device.hal.i2c_sim import parse_hz
+    wires = {}
     for name, url in buses.items():
         try:
-            parse_hz(split_url(str(url))[1])
+            scheme, rest = split_url(str(url))
+            bus_no = parse_hz(rest)[0]
         except ValueError as e:
             raise FormatError("%s: buses %r: %s" % (where, name, e))
+        # two names for one controller are one set of wires: never budgeted (or read) in parallel
+        key = (scheme, bus_no)
+        if key in wires:
+            raise FormatError("%s: buses %r and %r are the same I2C bus (%s://%s)"
+                              % (where, wires[key], name, scheme, bus_no))
+        wires[key] = name
     sensors = cfg.get("sensors")
     if sensors is not None:
         if not isinstance(sensors, list):
@@ -168,6 +216,7 @@ def check(cfg, where="unit config"):
                 raise FormatError("%s: 'mux' needs addr 0x70..0x77 and channel 0..7" % at)
             if s.get("sim") is not None and not isinstance(s["sim"], dict):
                 raise FormatError("%s: 'sim' must be an object" % at)
+        _check_addresses(sensors, where)
     scal = cfg.get("sensor_calibration")
     if scal is not None and not isinstance(scal, (str, dict)):
         raise FormatError("%s: 'sensor_calibration' must be a file name (or an inline object)" % where)

@@ -23,13 +23,21 @@ class PacketOutput:
     whole or skipped whole, the compact header every second and on the receiver's request."""
 
     def __init__(self, port, header, bits=8, heartbeat_s=1.0, baud=115200, clock=None,
-                 buffer_bytes=4096, record=False):
+                 buffer_bytes=4096, record=False, reopen=None, reopen_s=1.0):
         from device.servo.linkstream import LinkStreamer
         self.port = port
+        # reopen(): a new port for the same device (a USB adapter pulled and plugged back makes
+        # the old descriptor fail for good); tried at most every reopen_s while writes fail
+        self.reopen = reopen
+        self.reopen_s = reopen_s
+        self.reopens = 0
+        self._errors = 0
+        self._last_try = None
         self.header = header
         self.bits = bits
         self.link = LinkStreamer(port, header, bits, baud=baud, clock=clock, heartbeat_s=heartbeat_s,
                                  buffer_bytes=buffer_bytes, record=record)
+        self.all_missing = 0        # columns with every value missing: not sent (see __call__)
 
     @property
     def frames(self):
@@ -40,10 +48,43 @@ class PacketOutput:
         return self.link.n["frames_skipped"]
 
     def counts(self):
-        return self.link.counts()
+        out = self.link.counts()
+        out["frames_all_missing"] = self.all_missing
+        out["reopens"] = self.reopens
+        return out
+
+    def _check_port(self):
+        errors = self.link.sender.counts["write_errors"]
+        if self.reopen is None or errors == self._errors:
+            return
+        now = self.link.clock()
+        if self._last_try is not None and 0 <= now - self._last_try < self.reopen_s:
+            return
+        self._last_try = now
+        try:
+            port = self.reopen()
+        except Exception:           # still gone (no device node yet): try again later
+            return
+        try:
+            self.close()
+        except Exception:
+            pass
+        self.port = port
+        self.link.reopen(port)
+        self._errors = self.link.sender.counts["write_errors"]
+        self.reopens += 1
 
     def __call__(self, frame_index, t_s, values, codes):
-        self.link.frame(codes, t_s)
+        self._check_port()
+        for c in codes:
+            if c is not None:
+                self.link.frame(codes, t_s)
+                return
+        # every value missing (every sensor lost this frame): on the link that is the sender's
+        # torque off (SPEC 2), which would drop the robot limp. Send nothing: the receiver holds
+        # and, if it lasts, engages its own failsafe (hold / home / release, as configured).
+        self.all_missing += 1
+        self.link.poll()
 
     def close(self):
         close = getattr(self.port, "close", None)
@@ -76,8 +117,13 @@ def make_output(spec, header, skeleton, rate_hz=30.0):
         baud = spec.get("baud", 115200)
         port = serial.serial_for_url(spec.get("url", "loop://"), baudrate=baud, timeout=0,
                                      write_timeout=0)
+        url = spec.get("url", "loop://")
+
+        def reopen():
+            return serial.serial_for_url(url, baudrate=baud, timeout=0, write_timeout=0)
         return PacketOutput(port, header, header["bits"], baud=baud,
-                            buffer_bytes=spec.get("buffer_bytes", 4096))
+                            buffer_bytes=spec.get("buffer_bytes", 4096),
+                            reopen=None if url.startswith("loop://") else reopen)
     if kind == "player":
         from device.servo.drivers import open_driver
         from device.servo.player import Player

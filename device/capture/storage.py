@@ -11,7 +11,8 @@ shutdown (fake-hwclock) or of 1970 until NTP answers, so a name made of the date
 `open(name, "wb")` would truncate the earlier recording. A name here is a counter one above the
 highest in the folder and the boot id (/proc/sys/kernel/random/boot_id, new at every boot), the
 file created with O_CREAT | O_EXCL (a name that exists is never opened: the next counter is
-tried) and the folder synced, so the new name survives a cut. The storage object is OsStorage
+tried) and the folder synced, so the new name survives a cut (a folder it creates is synced
+into its parent too). The storage object is OsStorage
 (the real file system) or the power-cut twin device/hal/storage_sim.SimStorage, same calls.
 """
 
@@ -151,7 +152,17 @@ def new_recording(folder, head, storage=None, boot=None, tries=1000):
     fs = storage or OsStorage()
     folder = folder.rstrip("/") or "/"
     if not fs.isdir(folder):
+        # the new folders' names must reach the medium too: fsync each new folder's parent
+        # (a cut before that loses the folder and every recording in it)
+        made = []
+        d = folder
+        while d and d not in ("/", ".") and not fs.isdir(d):
+            made.append(d)
+            d = d.rsplit("/", 1)[0] if "/" in d.rstrip("/") else ""
         fs.makedirs(folder)
+        for d in reversed(made):
+            parent = d.rsplit("/", 1)[0] if "/" in d else "."
+            fs.sync_dir(parent or "/")
     b = boot or boot_id()
     k = next_counter(fs.listdir(folder))
     for _ in range(tries):

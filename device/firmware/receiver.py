@@ -159,6 +159,22 @@ class Receiver:
     def _frame(self, now_ms):
         r = self.reader
         rows = self.rows
+        nrows = r.nrows
+        missing = r.missing
+        every = True
+        for i in range(nrows):
+            if not missing[i]:
+                every = False
+                break
+        if every:
+            # every value missing: the sender's torque off (and our failsafe: no pulses), obeyed
+            # whatever header we hold (it carries no value to map: a sender that restarted with
+            # another header must still be able to release the servos)
+            self.last_frame_ms = now_ms
+            self.bank.release()
+            self.released += 1
+            self.state = pk.STATE_FAILSAFE
+            return
         if rows is None:
             self.no_map += 1
             self._request(now_ms)
@@ -171,20 +187,7 @@ class Receiver:
         if r.bits != self.bits:
             self.bank.map_rows(rows, r.bits)
             self.bits = r.bits
-        nrows = r.nrows
-        missing = r.missing
-        every = True
-        for i in range(nrows):
-            if not missing[i]:
-                every = False
-                break
         self.last_frame_ms = now_ms
-        if every:
-            # every value missing: the sender's torque off (and our failsafe: no pulses)
-            self.bank.release()
-            self.released += 1
-            self.state = pk.STATE_FAILSAFE
-            return
         self.bank.set_targets(r.codes, missing, nrows)
         self.state = pk.STATE_STREAMING
 

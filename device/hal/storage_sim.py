@@ -3,7 +3,7 @@ does not, and the write in flight is torn.
 
     from device.hal.storage_sim import SimStorage, PowerCut
     fs = SimStorage(seed=3, cut_after_writes=250)   # the power goes at the 250th write()
-    fs.makedirs("rec")
+    fs.makedirs("rec"); fs.sync_dir("")                # the folder's name on the medium too
     f = fs.open_new("rec/rec-000001.msr")           # O_EXCL: FileExistsError if it exists
     f.write(b"..."); f.flush(); f.sync()            # flush: to the page cache; sync: to the card
     ...                                             # PowerCut raised at the seeded moment
@@ -17,7 +17,8 @@ pages writeback had started, the last of them partly programmed (its tail garbag
 makes the worst seeded choice of that each time: of the unsynced bytes it keeps a seeded number
 of whole pages, then a seeded part of the next page followed by random garbage up to the page
 boundary (a torn page), and drops the rest. A file created but never synced (nor its folder)
-has no directory entry after the cut. Files closed and synced before the cut are untouched.
+has no directory entry after the cut, and a folder made but whose parent was never synced
+(sync_dir) is gone with everything in it. Files closed and synced before the cut are untouched.
 It also accepts the same calls as device/capture/storage.py's OsStorage: listdir, exists,
 isdir, open_new, sync_dir, link_new, remove, read_bytes, makedirs. A name given by link_new is
 on the medium once its folder is synced.
@@ -26,6 +27,15 @@ on the medium once its folder is synced.
 import random
 
 PAGE = 4096
+
+
+def _norm(d):
+    d = d.rstrip("/") if d not in ("/",) else d
+    return "" if d in (".", "./") else d
+
+
+def _parent(p):
+    return p.rsplit("/", 1)[0] if "/" in p.rstrip("/") else ""
 
 
 class PowerCut(Exception):
@@ -91,6 +101,7 @@ class SimStorage:
         self.files = {}                # path -> medium (what the process sees)
         self.entries = set()           # paths whose directory entry is on the medium
         self.dirs = set()
+        self.dir_entries = set()       # folders whose name is on the medium (parent synced)
         self.writes = 0
         self.syncs = 0
         self.cut = False
@@ -98,7 +109,12 @@ class SimStorage:
 
     # -- the OsStorage calls ------------------------------------------------------------------
     def makedirs(self, d):
-        self.dirs.add(d.rstrip("/"))
+        """Create d and its missing parents; each new folder's name is on the medium only once
+        its parent is synced (sync_dir(parent)), as on a real file system."""
+        d = _norm(d)
+        while d and d not in self.dirs:
+            self.dirs.add(d)
+            d = _parent(d)
 
     def exists(self, path):
         return path in self.files or path.rstrip("/") in self.dirs
@@ -107,28 +123,33 @@ class SimStorage:
         return d.rstrip("/") in self.dirs
 
     def listdir(self, d):
-        d = d.rstrip("/")
-        if d not in self.dirs:
+        d = _norm(d)
+        if d and d not in self.dirs:
             raise FileNotFoundError(2, "No such file or directory", d)
-        return sorted(p[len(d) + 1:] for p in self.files if p.rsplit("/", 1)[0] == d)
+        return sorted(p[len(d) + 1:] if d else p for p in self.files if _parent(p) == d)
 
     def open_new(self, path):
         """Create path exclusively (O_CREAT | O_EXCL) for writing."""
         self._alive()
         if path in self.files:
             raise FileExistsError(17, "File exists", path)
-        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        folder = _parent(path)
         if folder and folder not in self.dirs:
             raise FileNotFoundError(2, "No such file or directory", folder)
         m = self.files[path] = _Medium()
         return SimFile(self, path, m)
 
     def sync_dir(self, d):
+        """fsync of folder d: the names in it (files and folders) are on the medium."""
         self._alive()
+        d = _norm(d)
         self.entries = set(p for p in self.entries if p in self.files)
         for p in self.files:
-            if p.rsplit("/", 1)[0] == d.rstrip("/"):
+            if _parent(p) == d:
                 self.entries.add(p)
+        for sub in self.dirs:
+            if _parent(sub) == d:
+                self.dir_entries.add(sub)
 
     def link_new(self, src, dst):
         self._alive()
@@ -163,9 +184,12 @@ class SimStorage:
     def power_cut(self):
         """Now: every file falls back to what is on the medium plus a torn piece of the rest."""
         self.cut = True
+        # a folder whose name (or a parent's) never reached the medium is gone, and its files
+        self.dirs = set(d for d in self.dirs if self._durable(d))
+        self.dir_entries = set(self.dirs)
         for path in list(self.files):
             m = self.files[path]
-            if path not in self.entries:
+            if path not in self.entries or not (_parent(path) == "" or _parent(path) in self.dirs):
                 del self.files[path]         # its name never reached the medium
                 continue
             tail = bytes(m.data[len(m.synced):])
@@ -180,6 +204,13 @@ class SimStorage:
                 keep += bytes(self.rng.randrange(256) for _ in range(len(rest) - part))   # garbage
             m.data = keep
             m.synced = bytearray(keep)
+
+    def _durable(self, d):
+        while d:
+            if d not in self.dir_entries:
+                return False
+            d = _parent(d)
+        return True
 
     def after_cut(self):
         """Power back: the medium as found (the files as power_cut() left them)."""

@@ -9,9 +9,11 @@ servo controller: link packets in, Player (limits, velocity in wall time, failsa
 
 The same rules as the receiver firmware (device/firmware/receiver.py): protocol.packets.Decoder
 (COBS + CRC-32: never a corrupted packet), the compact link header by id (HeaderAssembler:
-spliced or damaged headers are counted, never raised), a frame whose row count or bit depth is
-not the header's is dropped and counted, and a frame that cannot be mapped makes it ask for the
-header (a REQUEST, at most every 0.1 s: about one header's line time at 115200 baud). Every decoded frame goes to Player.send_frame, whose
+spliced or damaged headers are counted, never raised; a valid header whose rows drive none
+of the robot's servos is counted in unusable_headers and its frames never mapped), a frame
+with every value missing is the sender's torque off (Player.failsafe("torque_off"), whatever
+header is held), a frame whose row count or bit depth is not the header's is dropped and
+counted, and a frame that cannot be mapped makes it ask for the header (a REQUEST, at most every 0.1 s: about one header's line time at 115200 baud). Every decoded frame goes to Player.send_frame, whose
 Limiter keeps every command inside the servos' limits and velocity limits on the clock.
 `last_key`/`last_codes` are (seq, time_us) and the codes of the frame being acted on while its
 command is written (None for a failsafe step).
@@ -39,14 +41,26 @@ class LinkBridge:
         self.last_codes = None
         self._last_request = None
         self._t_prev_us = None
+        self._unusable_id = None
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
-                       "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0}
+                       "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
+                       "torque_off": 0, "unusable_headers": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
-        if self.header is not None and h["id"] == self.header["id"]:
+        if self.header is not None and h["id"] == self.header["id"] or h["id"] == self._unusable_id:
             return
         names = [r["name"] for r in h["rows"]]
+        try:
+            self.robot.row_map(names, self.mapping)
+        except ValueError:
+            # a valid header whose rows drive none of this robot's servos (another robot's):
+            # counted; its frames are never mapped (not onto the rows held before either)
+            self.counts["unusable_headers"] += 1
+            self._unusable_id = h["id"]
+            self.header = None
+            return
+        self._unusable_id = None
         self.header = h
         self.los = [r["lo"] for r in h["rows"]]
         self.his = [r["hi"] for r in h["rows"]]
@@ -79,11 +93,21 @@ class LinkBridge:
         return b"".join(out)
 
     def _frame(self, p, out):
-        if self.player is None:
-            self.counts["no_header"] += 1
-            self._request(out)
-            return
         bits, codes = p.frame()
+        if all(c is None for c in codes):
+            # every value missing: the sender's torque off (SPEC 2), obeyed like the firmware
+            # does, whatever header we hold (it has no value to map)
+            self.counts["torque_off"] += 1
+            pl = self.player
+            if pl is not None and not (pl.in_failsafe and
+                                       getattr(pl, "failsafe_action", None) == "torque_off"):
+                pl.failsafe("torque_off")
+            return
+        if self.player is None or self.header is None:
+            self.counts["no_header"] += 1
+            if self._unusable_id is None:       # (the sender's header is known not to fit)
+                self._request(out)
+            return
         if bits != self.header["bits"] or len(codes) != len(self.los):
             self.counts["wrong_rows"] += 1
             self._request(out)

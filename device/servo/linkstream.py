@@ -15,6 +15,7 @@ and -> (first, end) byte offsets in the written stream (to tell which frames lin
 """
 
 from protocol import linkheader, packets as pk
+from protocol.errors import FormatError
 from device.servo.paced import PacedSender, default_clock
 
 
@@ -47,9 +48,19 @@ class LinkStreamer:
         """A new header (staff header dict, JSON or link header blob): sent before the next frame."""
         self.blob = pk.link_blob(header)
         h = linkheader.decode(self.blob)
+        nrows = len(h["rows"])
+        if bits and bits != h["bits"]:
+            raise FormatError("link: frames of %d bits under a %d-bit header (the receiver would "
+                              "drop every one)" % (bits, h["bits"]))
+        bits = h["bits"]
+        # the largest frame (masked): rows u16 + mask + codes must fit one packet
+        payload = 2 + (nrows + 7) // 8 + nrows * (bits // 8)
+        if payload > pk.MAX_PAYLOAD:
+            raise FormatError("link: %d rows at %d bits make %d-byte frames, more than a packet "
+                              "carries (%d)" % (nrows, bits, payload, pk.MAX_PAYLOAD))
         self.header_id = h["id"]
-        self.nrows = len(h["rows"])
-        self.bits = bits or h["bits"]
+        self.nrows = nrows
+        self.bits = bits
         room = max(1, min(self.part_bytes, pk.MAX_PAYLOAD - pk.BY_NAME["HEADER"].size))
         self._tails = [self.blob[i:i + room] for i in range(0, len(self.blob), room)]
         # the budget holds the whole header and two frames behind it (never above the buffer)
@@ -59,7 +70,23 @@ class LinkStreamer:
         s.budget = min(s.buffer_bytes, max(s.budget, need))
         self._hello = True
         self._urgent = True
+        self._fresh = True          # this header is not wholly on the line yet: frames wait
         self._frame_len = 0
+        self._queue = []            # parts of a previous header still queued: this one instead
+        self._due_header(True)
+
+    def reopen(self, port):
+        """The same link on a new port (the device came back): HELLO and the header first."""
+        self.port = port
+        s = self.sender
+        s.port = port
+        s.fill = 0.0
+        s.credit = 0.0
+        s._pending = None
+        s._resync = True            # a 0x00 first: whatever the receiver holds of a cut packet ends
+        self.decoder = pk.Decoder()
+        self._hello = True
+        self._queue = []
         self._due_header(True)
 
     def _due_header(self, urgent=False):
@@ -93,12 +120,17 @@ class LinkStreamer:
         while self._queue:
             i = self._queue[0]
             tail = self._tails[i]
-            if s.room() < pk.HEAD_SIZE + 10 + len(tail) + pk.CRC_SIZE + 4 + reserve:
+            need = pk.HEAD_SIZE + 10 + len(tail) + pk.CRC_SIZE + 4 + reserve
+            # a scheduled repeat also keeps to the frames' max_delay_s of queued line time (its
+            # parts trickle in between frames); the first header and a requested one go whole
+            if s.room(None if self._urgent else max(s.delay_bytes, need)) < need:
                 return False
-            s.send(self.enc.packet("HEADER", (self.enc.schema, self.header_id, i, parts), tail), "header")
+            s.send(self.enc.packet("HEADER", (self.enc.schema, self.header_id, i, parts), tail), "header",
+                   credit=self._urgent)
             self._queue.pop(0)
             self.n["header_parts_sent"] += 1
         self._urgent = False
+        self._fresh = False
         return True
 
     def _read_replies(self):
@@ -132,6 +164,12 @@ class LinkStreamer:
         """Read what the receiver said; send due header parts and the heartbeat. Never blocks."""
         self._read_replies()
         now = self.clock()
+        # a clock that stepped back (an injected clock, a wrapped tick count): the marks follow
+        # it, so the repeats and heartbeats go on at their period instead of stopping
+        if now < self._last_header:
+            self._last_header = now - self.header_every_s
+        if self._last_hb is not None and now < self._last_hb:
+            self._last_hb = None
         if self.header_every_s and now - self._last_header >= self.header_every_s:
             self._due_header()
         if self._queue and now - self._last_header > 0.25:
@@ -152,7 +190,10 @@ class LinkStreamer:
         pkt = self.enc.frame(codes, self.bits, time_us=t_us)
         self._frame_len = len(pkt)
         before = self.sender.counts["bytes"]
-        if self.sender.send(pkt, "frame"):
+        # a frame of a header not yet wholly sent would be read with the receiver's old ranges
+        # (same row count): it waits, skipped whole, until that header is on the line
+        if not (self._fresh and self._queue) and \
+                self.sender.send(pkt, "frame", self.sender.frame_budget(), self.sender.in_burst()):
             self.n["frames_sent"] += 1
             if self.record:
                 self.sent[(seq, t_us)] = list(codes)

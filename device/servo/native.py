@@ -27,6 +27,9 @@ class Native(Driver):
 
     def __init__(self, port, bits=16, fps=50.0, baud=None, clock=None, buffer_bytes=4096):
         Driver.__init__(self, port)
+        if getattr(port, "write_timeout", 0):
+            # the paced sender must never block: write() takes what the driver has room for
+            port.write_timeout = 0
         self.bits = bits
         self.fps = fps
         self.baud = baud or getattr(port, "baudrate", None) or self.BAUD

@@ -7,8 +7,11 @@
 The port is opened non-blocking (pyserial write_timeout=0: write() returns what the driver took).
 The sender keeps a model of the driver's transmit buffer: it drains at baud / bits_per_byte
 bytes a second of `clock` (10 bits a byte for 8N1), and a packet is written only if it fits in
-the budget = min(buffer_bytes, max_delay_s of line time) on top of what is still queued, so
-nothing waits more than max_delay_s in the driver and the capture loop never blocks. When the
+the budget = min(buffer_bytes, max_delay_s of line time) on top of what is still queued (a
+header may raise the budget to fit whole; a frame is still sent only onto at most max_delay_s
+of queued line time beyond the burst of a header sent at once, frame_budget()),
+so no frame waits more than max_delay_s beyond that in the driver and the capture loop never
+blocks. When the
 driver takes less than a whole packet anyway (a slower line than modelled, a full USB FIFO),
 the rest is kept and completed first: nothing else is written until it is, and a packet that
 arrives meanwhile is skipped whole, so the line never carries a packet cut by another. After a
@@ -21,10 +24,18 @@ BITS_PER_BYTE = 10          # 8N1: start + 8 data + stop
 
 
 def default_clock():
-    """Seconds of a monotonic clock: time.monotonic, or MicroPython's ticks_ms."""
+    """Seconds of a monotonic clock: time.monotonic, or MicroPython's ticks_ms unwrapped."""
     if hasattr(time, "monotonic"):
         return time.monotonic
-    return lambda: time.ticks_ms() / 1000.0
+    # ticks_ms wraps (2^30 ms on most ports: 12.4 days): sum the ticks_diff steps instead
+    state = [time.ticks_ms(), 0]
+
+    def clock():
+        now = time.ticks_ms()
+        state[1] += time.ticks_diff(now, state[0])
+        state[0] = now
+        return state[1] / 1000.0
+    return clock
 
 
 class PacedSender:
@@ -36,6 +47,11 @@ class PacedSender:
         self.buffer_bytes = buffer_bytes
         # never below one whole header part (+ a frame), never above the driver's buffer
         self.budget = min(buffer_bytes, max(min_budget, int(max_delay_s * self.bytes_per_s)))
+        # a frame goes only onto at most max_delay_s of queued line time (the budget above is
+        # raised for a whole header, which at a low baud rate is seconds of line time)
+        self.delay_bytes = max(1, int(max_delay_s * self.bytes_per_s))
+        self.credit = 0.0               # queued bytes of a header burst (see frame_budget)
+        self.burst_until = None         # when the last header sent at once has left the line
         self.clock = clock or default_clock()
         self.fill = 0.0                 # modelled bytes still in the driver's buffer
         self._t = None
@@ -50,14 +66,27 @@ class PacedSender:
         now = self.clock()
         if self._t is not None and now > self._t:
             self.fill = max(0.0, self.fill - (now - self._t) * self.bytes_per_s)
+            self.credit = min(self.fill, max(0.0, self.credit - (now - self._t) * self.bytes_per_s))
         self._t = now
 
-    def room(self):
+    def room(self, budget=None):
         """Bytes that can be written now without exceeding the budget (0 while a packet is torn)."""
         self._drain()
         if self._pending is not None and not self._flush():
             return 0
-        return max(0, int(self.budget - self.fill))
+        b = self.budget if budget is None else min(self.budget, budget)
+        return max(0, int(b - self.fill))
+
+    def frame_budget(self):
+        """The queue a frame may join: max_delay_s of line time, plus what is left of a header
+        burst: a header sent at once (send(..., credit=True)) and the frames that queued behind
+        it while it went (in_burst()). A frame waits at most max_delay_s beyond that burst."""
+        self._drain()
+        return self.delay_bytes + int(self.credit)
+
+    def in_burst(self):
+        """True while the last header sent at once is still on its way (see frame_budget)."""
+        return self.burst_until is not None and self.clock() < self.burst_until
 
     def _write(self, view):
         try:
@@ -83,10 +112,12 @@ class PacedSender:
         self._pending = None
         return True
 
-    def send(self, data, kind="frame"):
-        """Write one packet whole (True) or skip it whole (False), counted as sent_/skipped_kind."""
+    def send(self, data, kind="frame", budget=None, credit=False):
+        """Write one packet whole (True) or skip it whole (False), counted as sent_/skipped_kind.
+        budget: at most that many bytes queued with it (default self.budget); credit: its bytes
+        are a header's that frames may queue behind (frame_budget)."""
         need = len(data) + (1 if self._resync else 0)
-        if self.room() < need:
+        if self.room(None if budget is None else max(budget, need)) < need:
             self._count("skipped_" + kind)
             return False
         if self._resync:
@@ -97,6 +128,11 @@ class PacedSender:
             self._count("skipped_" + kind)
             return False
         self.fill += n
+        if credit:
+            self.credit += n
+            if kind != "frame":
+                # the header leaves the line once everything queued before it and it has
+                self.burst_until = self._t + self.fill / self.bytes_per_s
         self.counts["bytes"] += n
         if n < len(data):
             self._count("short_writes")

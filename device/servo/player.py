@@ -14,7 +14,9 @@ can leave a servo's limits or exceed its velocity limit (device/servo/limiter.py
 the commands are *sent*: every step's dt is the player's clock (wall time, injectable) since the
 previous command, never the frames' media time, so a burst of frames (a link catching up, a
 stalled reader) cannot turn into a fast move. The "home" failsafe moves one limited step per
-poll() at ramp_vel_dps, in the same wall time, until the servos are home.
+poll() at ramp_vel_dps, in the same wall time, until the servos are home. A driver that makes
+each command a timed move (time_ms: LX-16A MOVE_TIME) bounds dt by time_ms too, so a step never
+asks the servo for more than its velocity limit in its own time.
 """
 
 import time
@@ -30,7 +32,8 @@ class Player:
         self._sleep = sleep or time.sleep
         self.servos = robot.servos
         self.period_s = 1.0 / robot.rate_hz
-        self.limiter = Limiter(self.servos, max_dt_s=2.0 / robot.rate_hz)
+        self.max_dt_s = 2.0 / robot.rate_hz
+        self.limiter = Limiter(self.servos, max_dt_s=self.max_dt_s)
         self.rows = None
         if row_names is not None:
             self.bind(row_names, mapping)
@@ -48,6 +51,11 @@ class Player:
         if hasattr(driver, "time_ms") and not driver.time_ms:
             # LX-16A MOVE_TIME / SSC-32 T: spread each step over one frame period
             driver.time_ms = int(1000 * self.period_s + 0.5)
+        if getattr(driver, "time_ms", 0):
+            # the servo executes each step over time_ms (its own clock): a step may be at most
+            # max_vel * time_ms, whatever time passed since the previous command
+            self.max_dt_s = min(self.max_dt_s, driver.time_ms / 1000.0)
+            self.limiter = Limiter(self.servos, max_dt_s=self.max_dt_s)
 
     def bind(self, row_names, mapping=None):
         self.row_names = list(row_names)
@@ -61,7 +69,7 @@ class Player:
         if current_deg is None and self.robot.ramp_from == "current":
             current_deg = self._read_current()
         if current_deg is not None:
-            self.limiter = Limiter(self.servos, start_deg=current_deg, max_dt_s=2.0 / self.robot.rate_hz)
+            self.limiter = Limiter(self.servos, start_deg=current_deg, max_dt_s=self.max_dt_s)
         if self.robot.use_watchdog:
             self.watchdog = bool(self.driver.set_watchdog(self.robot.failsafe_timeout_s))
         self.last_frame_clock = self._last_cmd_clock = self.clock()

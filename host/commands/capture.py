@@ -148,14 +148,25 @@ def run(args):
     if record and record.lower().endswith(".png"):
         png_out, record = record, None
     from device.capture.loop import check_recording_header, make_header
-    check_recording_header(make_header(unit.skeleton, unit.rate_hz, cfg.get("bits", 8)))
-    raw = RawLogWriter(args.raw_log, unit) if args.raw_log else None
-    loop = CaptureLoop(unit, record=record, realtime=args.realtime, raw_log=raw,
-                       truth=bool(args.truth), captured=captured, sync_s=args.sync_s,
-                       record_dir=args.record_dir)
+    from device.capture.outputs import make_outputs
+    header = make_header(unit.skeleton, unit.rate_hz, cfg.get("bits", 8), captured=captured)
+    check_recording_header(header)
+    # the outputs (serial ports: --link) open before any file is made: a bad port is refused
+    # with nothing recorded (no header-only recording per restart)
+    outs = make_outputs(cfg.get("outputs"), header, unit.skeleton, unit.rate_hz)
+    try:
+        raw = RawLogWriter(args.raw_log, unit) if args.raw_log else None
+        loop = CaptureLoop(unit, record=record, realtime=args.realtime, raw_log=raw,
+                           truth=bool(args.truth), captured=captured, sync_s=args.sync_s,
+                           record_dir=args.record_dir)
+    except BaseException:
+        for o in outs:
+            o.close()
+        raise
     if args.record_dir:
         print("recording to %s" % loop.record_path, file=sys.stderr)
-    loop.add_configured_outputs()
+    loop.outputs.extend(outs)
+    loop._owned = getattr(loop, "_owned", []) + outs
     values = []
     if png_out:
         loop.outputs.append(lambda k, t, v, c: values.append([np.nan if x is None else x for x in v]))

@@ -45,7 +45,7 @@ def limiter_replay(end, sent):
     if br.player is None:
         return 0
     robot = end.robot
-    lim = Limiter(robot.servos, max_dt_s=2.0 / robot.rate_hz)
+    lim = Limiter(robot.servos, max_dt_s=br.player.max_dt_s)      # the Player's own bound
     home = [s.home_deg for s in robot.servos]
     bad, last = 0, br.started_at
     for clock_s, key, cmds, _perf in end.commands:
