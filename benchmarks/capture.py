@@ -27,7 +27,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-DATA = os.path.join(os.path.dirname(HERE), "..", "shared", "data")
+DATA = os.environ.get("MOTIONSTAFF_DATA") or os.path.join(os.path.dirname(HERE), "..", "shared", "data")
 
 from device.capture.config import default_config  # noqa: E402
 from device.capture.loop import CaptureLoop  # noqa: E402

@@ -218,7 +218,7 @@ class JointEKF:
 
     def update(self, obs, _own_P=False):
         # _own_P: self.P is a fresh prior nobody else holds (step() after predict()), so the
-        # Joseph update may write into it
+        # update may write into it
         z, h, H, r = self.meas.linearise(self.lin, obs, self.nx)
         self.nz = len(z)
         if self.nz > self.nx and self._update_information(z, h, H, r):
