@@ -153,3 +153,18 @@ def test_capture_loop_records_through_the_twin_and_syncs_on_its_policy():
     # the next capture gets the next name
     loop2 = CaptureLoop(build_unit(cfg), record_dir="recs", storage=fs)
     assert loop2.record_path.split("/")[-1].startswith("rec-000002-")
+
+
+def test_systemd_unit_names_recordings_without_a_clock():
+    import os
+    import shlex
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "device", "capture", "motionstaff-capture.service")
+    text = open(here).read()
+    start = [ln for ln in text.splitlines() if ln.startswith("ExecStart=")]
+    assert len(start) == 1 and "date" not in start[0]
+    argv = shlex.split(start[0][len("ExecStart="):])
+    assert "--record-dir" in argv and "--record" not in argv and "--sync-s" in argv
+    from host.cli import build_parser
+    args = build_parser(only="capture").parse_args(argv[1:])
+    assert args.record_dir == "/home/pi/recordings" and args.sync_s == 1.0

@@ -126,12 +126,13 @@ class OrientEstimator:
         R = self._ahrs.get(name)
         if R is None:
             return None
+        elapsed = self._elapsed(name)
         if samples and self.sample_dt_s:
             seq, dt = samples, self.sample_dt_s
         else:
             # one reading a frame: it integrates over the real time since this sensor's last
             # (frames skipped by the loop, a stale sensor back), at most MAX_GAP_S
-            seq, dt = [(gyro, accel)], self._elapsed(name)
+            seq, dt = [(gyro, accel)], elapsed
         bias = self.gyro_bias.get(name, 0.0)
         mag_ut = reading[2] if len(reading) > 2 and self.use_mag else None
         if mag_ut is not None:

@@ -218,7 +218,7 @@ class JointEKF:
 
     def update(self, obs, _own_P=False):
         # _own_P: self.P is a fresh prior nobody else holds (step() after predict()), so the
-        # Joseph update may write into it
+        # update may write into it
         z, h, H, r = self.meas.linearise(self.lin, obs, self.nx)
         self.nz = len(z)
         if self.nz > self.nx and self._update_information(z, h, H, r):
@@ -340,7 +340,10 @@ class JointEKF:
         q = self.x[:n] + self.dt_s * self.x[n:2 * n]
         kin = m.kinematics(q)
         sk = self.skeleton
-        idx = np.array([k for k, f in enumerate(sk.features) if f.kind in kinds], int)
+        cache = self.__dict__.setdefault("_kind_idx", {})
+        idx = cache.get(kinds)
+        if idx is None:
+            idx = cache[kinds] = np.array([k for k, f in enumerate(sk.features) if f.kind in kinds], int)
         if not len(idx):
             return {}
         p, _, _ = self.meas.features(kin, idx)
@@ -349,11 +352,19 @@ class JointEKF:
         # Sigma_uv = J P_qq J' (P_qq propagated one step: P_qq + dt^2 P_qdqd + cross terms)
         Pqq = self.P[:n, :n] + self.dt_s * (self.P[:n, n:2 * n] + self.P[n:2 * n, :n]) \
             + self.dt_s ** 2 * self.P[n:2 * n, n:2 * n]
-        cov = J @ Pqq @ J.transpose(0, 2, 1)
-        lam = np.linalg.eigvalsh(cov)[:, -1]
+        # (J P_qq) as one (2K, n) x (n, n) product, then its rows against J's: (K, 2, 2)
+        K = len(idx)
+        JP = (J.reshape(2 * K, n) @ Pqq).reshape(K, 2, n)
+        cov = np.einsum("kin,kjn->kij", JP, J)
+        # the largest eigenvalue of [[a, b], [b, d]]: (a + d) / 2 + sqrt(((a - d) / 2)^2 + b^2)
+        a, b, d = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
+        lam = 0.5 * (a + d) + np.sqrt(0.25 * (a - d) ** 2 + b * b)
         rad = k_sigma * np.sqrt(np.maximum(lam, 0.0) + self.meas.pixel_sigma ** 2)
+        ok = np.isfinite(uv).all(axis=1)
+        names = self.__dict__.setdefault("_feature_names", [f.name for f in sk.features])
+        uvl, radl = uv.tolist(), rad.tolist()
         out = {}
-        for k, i in enumerate(idx):
-            if np.all(np.isfinite(uv[k])):
-                out[sk.features[i].name] = (float(uv[k, 0]), float(uv[k, 1]), float(rad[k]))
+        for k, i in enumerate(idx.tolist()):
+            if ok[k]:
+                out[names[i]] = (uvl[k][0], uvl[k][1], radl[k])
         return out

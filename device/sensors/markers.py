@@ -143,14 +143,27 @@ def find_markers(image, predicted, threshold=128, min_radius_px=8.0, crop_below=
     """{name: (u, v) | None}: the blob nearest each predicted (u, v, radius_px) in its window.
 
     With fewer than crop_below windows each window is cropped and searched; with more, one
-    labelling pass over the whole image is cheaper, and blobs are assigned to the nearest
-    prediction within its radius (each blob to one marker at most)."""
+    labelling pass over the windows' bounding box is cheaper, and blobs are assigned to the
+    nearest prediction within its radius (each blob to one marker at most)."""
     img = np.asarray(image)
     h, w = img.shape
     out = {}
     if len(predicted) >= crop_below:
-        blobs = detect_blobs(img, threshold)
+        # one labelling pass over the windows' bounding box (padded by the largest blob radius
+        # a window accepts, so a blob near its edge is whole): the rest of the image cannot
+        # hold a blob any window takes
         names = list(predicted)
+        W = np.array([predicted[n] for n in names], float)
+        r = np.maximum(W[:, 2], min_radius_px)
+        pad = float(min_radius_px)
+        ok = np.isfinite(W).all(1)
+        if not ok.any():
+            return {n: None for n in names}
+        x0 = int(max(0, np.floor((W[ok, 0] - r[ok]).min() - pad)))
+        x1 = int(min(w, np.ceil((W[ok, 0] + r[ok]).max() + pad) + 1))
+        y0 = int(max(0, np.floor((W[ok, 1] - r[ok]).min() - pad)))
+        y1 = int(min(h, np.ceil((W[ok, 1] + r[ok]).max() + pad) + 1))
+        blobs = detect_blobs(img[y0:y1, x0:x1], threshold, offset=(x0, y0)) if x0 < x1 and y0 < y1 else []
         if not blobs:
             return {n: None for n in names}
         P = np.array([predicted[n] for n in names], float)
