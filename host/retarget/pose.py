@@ -29,6 +29,7 @@ from protocol.errors import FormatError
 
 ITERS = 2
 WEIGHT_RAMP_S = 0.5        # time the weight takes to move onto one foot (OP3, quasi-static)
+MAX_TRUNK_TILT_DEG = 30.0  # with balance the torso bows at most this far
 SWING_PITCH_DEG = 25.0     # a swing foot pitches at most this much (its toe must not dig in)
 SWING_CLEAR_M = 0.015      # and clears the floor by this much
 COM_INWARD_M = 0.02       # the weight over the stance sole, this far inside its centre
@@ -271,10 +272,13 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     if humanoid and "mid_hip" in wp:
         # the person's hip height against their standing height, the floor under their feet
         z = wp["mid_hip"][:, 2] - np.percentile(np.minimum(wp["l_ankle"][:, 2], wp["r_ankle"][:, 2]), 3)
-        height = np.clip(_resample(z / np.percentile(z, 90), t_src), 0.55, 1.0)
+        # (no lower than 0.7: deeper, the torso would sink to where a fall is counted)
+        height = np.clip(_resample(z / np.percentile(z, 90), t_src), 0.7, 1.0)
     qs = _solve(body, D, out_fps, humanoid, swing_l, swing_r, iterations, collisions, height,
                 converge_first=L == 0)
     deg = body.to_servo_deg(qs[:, body.qadr])
+    if humanoid and swing_l is not None:
+        deg = deg + body.to_servo_deg(_sag(body, qs, ~swing_l, ~swing_r))
     deg = _limit(deg, body, out_fps)
     qfinal = qs.copy()
     qfinal[:, body.qadr] = body.to_model_rad(deg)
@@ -293,6 +297,42 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     res.qpos = qfinal
     res.lead_in_s = L / out_fps
     return res
+
+
+def _sag(body, qs, stand_l, stand_r):
+    """(F, nservo) model radians to add to each command so that a position servo, which gives
+    way under load by torque / stiffness, ends where the plan wants it (feed-forward).
+
+    Statics at each planned pose (velocities zero): qfrc_bias = tau + J_c^T f, the contact
+    wrench f at the standing soles carries the floating base (root rows: qfrc_bias_root =
+    J_c,root^T f, least squares with both feet down), so tau = bias_joint - J_c,joint^T f; the
+    servo's stiffness k = stall torque x duty per radian (host/physics/servo.py, the twin's and
+    the data sheet's), and the offset is tau / k."""
+    import mujoco
+    from host.physics.servo import SPECS
+    spec = SPECS[getattr(body, "servo_spec", "xm430-w350")]
+    k_nm_per_rad = spec.stall_nm * spec.kp_duty_per_rad
+    m = body.model
+    d = mujoco.MjData(m)
+    out = np.zeros((qs.shape[0], len(body.servos)))
+    jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+    for f in range(qs.shape[0]):
+        d.qpos[:] = qs[f]
+        d.qvel[:] = 0.0
+        mujoco.mj_forward(m, d)
+        J = []
+        for s, on in (("l", stand_l[f]), ("r", stand_r[f])):
+            if on:
+                mujoco.mj_jac(m, d, jp, jr, body.point_pos(d, s + "_sole"), m.body(body.spec["feet"][s]).id)
+                J.append(np.vstack([jp, jr]).copy())
+        if not J:
+            continue
+        Jc = np.vstack(J)                                    # (6 or 12, nv)
+        bias = d.qfrc_bias.copy()
+        wrench = np.linalg.lstsq(Jc[:, :6].T, bias[:6], rcond=None)[0]
+        tau = bias[body.dadr] - Jc[:, body.dadr].T @ wrench
+        out[f] = tau / k_nm_per_rad
+    return out
 
 
 def _merge(spans):
@@ -478,6 +518,14 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                 t.set_target(SE3.from_rotation_and_translation(SO3.identity(), p))
             if torso is not None:
                 z = Rw @ D["trunk"][f] if "trunk" in D else np.array([0.0, 0, 1])
+                if balance:
+                    # a bow deeper than MAX_TRUNK_TILT_DEG would carry the torso past where
+                    # it can be held (and where a tilt counts as a fall)
+                    tilt = np.arccos(np.clip(z[2], -1, 1))
+                    cap = np.radians(MAX_TRUNK_TILT_DEG)
+                    if tilt > cap:
+                        h = _unit(np.array([z[0], z[1], 0.0]) + 1e-12)
+                        z = np.cos(cap) * np.array([0.0, 0, 1]) + np.sin(cap) * h
                 Rt = _frame_from(z, Rw[:, 0])
                 tp = torso_home.copy()
                 if height is not None:
