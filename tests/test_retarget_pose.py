@@ -162,3 +162,18 @@ def test_cli_retarget_by_pose_and_bad_input(tmp_path, capsys):
         assert main(["retarget"] + argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("motionstaff: ") and what in err and err.count("\n") == 1, err
+
+
+def test_play_retargets_by_pose_by_default(tmp_path, capsys):
+    """play on a built-in robot with a model: the person's motion is retargeted by pose (the
+    description says "retarget": "pose"); --mapping cmu keeps the row copy."""
+    import json
+    from host.cli import main
+    from host.formats import write_motion
+    src = tmp_path / "squat.bvh"
+    write_motion(str(src), squat_staff(0.3))
+    assert main(["play", str(src), "--port", "loop://", "--robot", "op3-dynamixel", "--speed", "8",
+                 "--no-progress", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert "pose retargeting onto 20 servos" in cap.err
+    assert json.loads(cap.out.strip().splitlines()[-1])["mapping"] == "servo"
