@@ -29,7 +29,7 @@ from protocol.errors import FormatError
 
 ITERS = 2
 WEIGHT_RAMP_S = 0.5        # time the weight takes to move onto one foot (OP3, quasi-static)
-MAX_TRUNK_TILT_DEG = 30.0  # with balance the torso bows at most this far
+MAX_TRUNK_TILT_DEG = 25.0  # with balance the torso bows at most this far
 SWING_PITCH_DEG = 25.0     # a swing foot pitches at most this much (its toe must not dig in)
 SWING_CLEAR_M = 0.015      # and clears the floor by this much
 COM_INWARD_M = 0.02       # the weight over the stance sole, this far inside its centre
@@ -254,6 +254,7 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     # a lead-in from the robot's home to the first pose, inside the staff (the player's ramp
     # moves each servo on its own, which can tip a humanoid over; this one keeps it balanced)
     L = int(round(lead_in_s * out_fps))
+    # (the first pose may be a bow or a crouch: the lead-in goes at a quarter of the speed)
     t_src = np.r_[np.zeros(L), np.arange(N) / out_fps / factor * src_fps]   # fractional source frame
     D = {k: _unit(_resample(v, t_src)) for k, v in dirs.items()}
     infeasible = []
@@ -275,7 +276,7 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
         # (no lower than 0.7: deeper, the torso would sink to where a fall is counted)
         height = np.clip(_resample(z / np.percentile(z, 90), t_src), 0.7, 1.0)
     qs = _solve(body, D, out_fps, humanoid, swing_l, swing_r, iterations, collisions, height,
-                converge_first=L == 0)
+                converge_first=L == 0, lead=L)
     deg = body.to_servo_deg(qs[:, body.qadr])
     if humanoid and swing_l is not None:
         deg = deg + body.to_servo_deg(_sag(body, qs, ~swing_l, ~swing_r))
@@ -415,7 +416,7 @@ def _geoms(model, root):
 
 
 def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
-           converge_first=True):
+           converge_first=True, lead=0):
     """(N, nq) qpos per output frame."""
     import mink
     import mujoco
@@ -472,7 +473,7 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
         feet[s] = (t, data.xpos[m.body(name).id].copy(), data.xmat[m.body(name).id].reshape(3, 3).copy())
     com = None
     if balance:
-        com = mink.ComTask(cost=np.array([300.0, 300.0, 0.0]))
+        com = mink.ComTask(cost=np.array([3000.0, 3000.0, 0.0]))
         tasks.append(com)
         soles = {s: body.point_pos(data, s + "_sole").copy() for s in "lr"}
         half = 0.5 * np.linalg.norm(soles["l"] - soles["r"])
@@ -485,10 +486,14 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
     # the rated one); _limit keeps the description's max_vel_dps as the hard bound
     vel = {s.name: float(np.radians(s.max_vel_dps * FOLLOW_FRACTION)) for s in body.servos}
     limits.append(mink.VelocityLimit(m, vel))
+    # the lead-in from home goes at a quarter of that: a bow or a crouch into the first pose
+    # taken fast would throw the body
+    lead_limits = [limits[0], mink.VelocityLimit(m, dict((k, v * 0.25) for k, v in vel.items()))]
     if collisions and body.spec["collide"]:
         pairs = [(_geoms(m, a), _geoms(m, b)) for a, b in body.spec["collide"]]
         limits.append(mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=0.004,
                                                    collision_detection_distance=0.03))
+        lead_limits.append(limits[-1])
     dt = 1.0 / fps
     out = np.empty((N, m.nq))
     SE3, SO3 = mink.SE3, mink.SO3
@@ -573,8 +578,9 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                 c = mid + max(u, 0.0) * (soles["l"] - mid) * shrink + max(-u, 0.0) * (soles["r"] - mid) * shrink
                 com.set_target(c)
             try:
+                use = lead_limits if f < lead else limits
                 v = mink.solve_ik(conf, tasks, dt / iterations, "daqp", damping=1e-3,
-                                  limits=[x for x in limits if not (first and isinstance(x, mink.VelocityLimit))])
+                                  limits=[x for x in use if not (first and isinstance(x, mink.VelocityLimit))])
             except mink.NoSolutionFound:
                 v = np.zeros(m.nv)
             conf.integrate_inplace(v, dt / iterations)
