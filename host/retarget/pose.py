@@ -7,19 +7,22 @@
     res.infeasible       # [[start_s, stop_s, why]] in the result's time (e.g. flight phases)
     res.pose_error_deg   # median angle between corresponding segment directions
 
-Per output frame, a differential IK (mink, over the robot's MuJoCo model) moves the previous
-frame's solution (warm start, so a continuous motion gives continuous commands) towards:
+Per output frame (at the robot's command rate), a differential IK (mink, over the robot's MuJoCo
+model) moves the previous frame's solution (warm start, so a continuous motion gives continuous
+commands) towards:
   knee* = hip + L_thigh * d_thigh,  ankle* = knee* + L_shank * d_shank  (robot lengths L, the
   person's directions d from forward kinematics: limb lengths are scaled, never Euler rows),
   the same for elbows and wrists, the torso's tilt and the feet's pitch from the person's;
-with the description's joint limits (ConfigurationLimit), velocity limits (VelocityLimit, so each
-frame moves a joint at most max_vel_dps / fps) and self-collision avoidance
-(CollisionAvoidanceLimit). With balance (humanoids), the stance foot's pose is held flat and
-still on the floor, the centre of mass (ComTask) is over the stance sole in single support and
-between the soles in double support, a foot the person lifts swings and lands back where it
-stood; the motion is slowed (retimed) when the weight cannot shift in the time the person takes
-or a segment turns faster than the servos; flight phases (run, hop, jump) are reported in
-`infeasible` with both feet kept down, and the rest is played.
+with the description's joint limits (ConfigurationLimit), FOLLOW_FRACTION of its velocity limits
+(VelocityLimit) and self-collision avoidance (CollisionAvoidanceLimit); the player's own
+Limiter law is the last step (limits, max_vel_dps, acceleration). With balance (humanoids): a
+standing foot is held flat and still where it stood, the centre of mass (ComTask) over the
+stance sole in single support and between the soles in double support, a long lift (a kick, a
+leg raised) swings and lands back where the foot stood, walking steps are done with the feet
+down; a feed-forward adds each servo's expected give under load (_sag); the motion is slowed
+(retimed) where a segment turns faster than the servos follow or the weight cannot shift in
+the time the person takes; flight phases (run, hop, jump) are reported in `infeasible` with both
+feet kept down, and the rest is played. The staff begins with a lead-in from home.
 """
 
 import numpy as np
@@ -310,8 +313,9 @@ def _sag(body, qs, stand_l, stand_r):
     servo's stiffness k = stall torque x duty per radian (host/physics/servo.py, the twin's and
     the data sheet's), and the offset is tau / k."""
     import mujoco
+    from host.physics.models import MODELS
     from host.physics.servo import SPECS
-    spec = SPECS[getattr(body, "servo_spec", "xm430-w350")]
+    spec = SPECS[MODELS[body.name]["servo"]]
     k_nm_per_rad = spec.stall_nm * spec.kp_duty_per_rad
     m = body.model
     d = mujoco.MjData(m)
@@ -434,7 +438,7 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
     for seg, (a, b) in SEGMENTS.items():
         if a in body.points and b in body.points:
             lengths[seg] = float(np.linalg.norm(body.point_pos(data, b) - body.point_pos(data, a)))
-    tasks, point_tasks = [], []
+    tasks = []
     ankle_z = {k: float(body.point_pos(data, k)[2]) for k in ("l_ankle", "r_ankle") if k in body.points}
     # a twist about a limb's own axis (hip yaw) is what the directions leave open: hold it home
     pcost = np.full(m.nv, 0.02)
