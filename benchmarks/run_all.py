@@ -166,9 +166,9 @@ def demo_table(d, f):
 
 
 def robustness_figures(scratch):
-    """The robustness scenarios' own figures (host/demo/robust.py), as markdown rows."""
+    """The robustness scenarios' own figures (tools/robust.py), as markdown rows."""
     sys.path.insert(0, REPO)
-    from host.demo import robust
+    from tools import robust
     rows = []
     d = os.path.join(scratch, "powercut")
     os.makedirs(d, exist_ok=True)
@@ -249,7 +249,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         try:
             rob_table = robustness_figures(scratch)
-            index.append(("robustness scenarios (host/demo/robust.py)", "ok", time.perf_counter() - t0))
+            index.append(("robustness scenarios (tools/robust.py)", "ok", time.perf_counter() - t0))
         except Exception as e:          # a broken scenario is a note on the page, not a crash
             index.append(("robustness scenarios", "failed: %s: %s" % (e.__class__.__name__, e),
                           time.perf_counter() - t0))

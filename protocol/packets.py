@@ -3,6 +3,7 @@
     from protocol import packets as pk
     enc = pk.Encoder()                                   # counts seq, stamps time_us
     wire = enc.hello() + b"".join(enc.header(h)) + enc.frame([12, 200, None], bits=8)
+    asm = pk.HeaderAssembler()                           # HEADER parts -> the compact link header
     dec = pk.Decoder()
     for p in dec.feed(wire):                             # any bytes at all; never raises
         print(p.name, p.seq, p.fields, p.frame() if p.is_frame() else "")
@@ -17,10 +18,10 @@ misreading. protocol/SPEC.md documents every byte (its hex examples are checked 
 
 import struct
 
-from protocol import cobs, crc
+from protocol import cobs, crc, linkheader
 from protocol.errors import FormatError
 
-VERSION = 1
+VERSION = 2
 HEAD_FMT = "<BHBH"          # type, seq, time_us bits 0..7, time_us bits 8..23 (see _head)
 HEAD_SIZE = 6
 CRC_SIZE = 4
@@ -44,8 +45,9 @@ FLAG_LAST = 1
 # of the variable-length tail (or None: no tail allowed), and whether the CRC is schema-seeded.
 MESSAGES = (
     (0x01, "HELLO", "<BIH", ("version", "schema", "max_payload"), None, False),
-    (0x02, "HEADER", "<IBB", ("schema", "part", "parts"), "json", False),
-    (0x03, "HEARTBEAT", "<IIIB", ("uptime_ms", "frames", "dropped", "state"), None, True),
+    (0x02, "HEADER", "<IIBB", ("schema", "header_id", "part", "parts"), "linkheader", False),
+    (0x03, "HEARTBEAT", "<IIIBI", ("uptime_ms", "frames", "dropped", "state", "header_id"), None, True),
+    (0x04, "REQUEST", "<BI", ("what", "header_id"), None, True),
     (0x10, "FRAME8", "<", (), "codes_u8", True),
     (0x11, "FRAME8M", "<H", ("rows",), "mask_codes_u8", True),
     (0x12, "FRAME16", "<", (), "codes_u16le", True),
@@ -56,6 +58,9 @@ MESSAGES = (
     (0x23, "DOWNLOAD_ERROR", "<HB", ("req", "code"), "message_utf8", True),
 )
 RESERVED = ((0x24, 0x2F, "download"), (0x30, 0x3F, "control"), (0x40, 0xFF, "future"))
+
+# REQUEST.what
+REQ_HEADER = 1
 
 # heartbeat states
 STATE_IDLE = 0
@@ -323,27 +328,49 @@ class Encoder:
     def hello(self, time_us=None):
         return self.packet("HELLO", (VERSION, self.schema, MAX_PAYLOAD), b"", time_us)
 
-    def header(self, header, time_us=None):
-        """The staff header (dict or JSON text) as a list of HEADER packets."""
-        if isinstance(header, dict):
-            from protocol import staffheader
-            text = staffheader.dumps(header).encode()
-        else:
-            text = header.encode() if isinstance(header, str) else bytes(header)
+    def header(self, header, time_us=None, part_bytes=None):
+        """The compact link header (protocol/linkheader.py) as a list of HEADER packets.
+
+        header: a staff header (dict, or its JSON text) or a link header blob (bytes). Every part
+        carries the header's id (CRC-32 of the blob); part_bytes (default the most that fits)
+        cuts it smaller, so a paced sender can interleave frames between the parts."""
+        blob = link_blob(header)
+        hid = linkheader.header_id(blob)
         room = MAX_PAYLOAD - BY_NAME["HEADER"].size
-        parts = (len(text) + room - 1) // room or 1
+        if part_bytes:
+            room = max(1, min(room, part_bytes))
+        parts = (len(blob) + room - 1) // room or 1
         if parts > 255:
-            raise FormatError("header: %d bytes of JSON is more than 255 packets" % len(text))
-        return [self.packet("HEADER", (self.schema, i, parts), text[i * room:(i + 1) * room], time_us)
+            raise FormatError("header: %d bytes is more than 255 packets" % len(blob))
+        return [self.packet("HEADER", (self.schema, hid, i, parts), blob[i * room:(i + 1) * room], time_us)
                 for i in range(parts)]
 
     def frame(self, codes, bits=8, time_us=None):
         name, fields, tail = frame_payload(codes, bits)
         return self.packet(name, fields, tail, time_us)
 
-    def heartbeat(self, uptime_ms, frames, dropped, state, time_us=None):
+    def heartbeat(self, uptime_ms, frames, dropped, state, header_id=0, time_us=None):
+        """header_id: the id of the header this end holds (0: none; a sender answers with it)."""
         return self.packet("HEARTBEAT", (uptime_ms & 0xFFFFFFFF, frames & 0xFFFFFFFF,
-                                         dropped & 0xFFFFFFFF, state), b"", time_us)
+                                         dropped & 0xFFFFFFFF, state, header_id & 0xFFFFFFFF),
+                           b"", time_us)
+
+    def request_header(self, have_id=0, time_us=None):
+        """A receiver's REQUEST for the header (have_id: the one it holds, 0 = none)."""
+        return self.packet("REQUEST", (REQ_HEADER, have_id & 0xFFFFFFFF), b"", time_us)
+
+
+def link_blob(header):
+    """The link header blob of a staff header (dict or JSON text) or of a blob (returned as is)."""
+    if isinstance(header, (bytes, bytearray, memoryview)):
+        b = bytes(header)
+        if b[:1] != b"{":
+            return b
+        header = b.decode()
+    if isinstance(header, str):
+        import json
+        header = json.loads(header)
+    return linkheader.from_staff(header)
 
 
 def _default_clock_us():
@@ -354,27 +381,66 @@ def _default_clock_us():
 
 
 class HeaderAssembler:
-    """Collects HEADER parts; add(packet) returns the header dict once every part has come."""
+    """Collects HEADER parts by header id; add(packet) returns the link header dict (see
+    protocol/linkheader.py, with "id") once every part of one header has come, else None.
 
-    def __init__(self):
+    Never raises. Parts of different headers never join: a part naming another id (or another
+    part count) than the parts held starts over, counted in `restarts`. An assembled header whose
+    bytes do not hash to its id, or that does not decode, is dropped and counted in `bad`.
+    max_bytes bounds what is held (a receiver's memory); a header beyond it counts in `too_big`.
+    """
+
+    def __init__(self, max_bytes=16384):
+        self.max_bytes = max_bytes
         self._parts = {}
+        self._id = None
         self._count = 0
+        self._bytes = 0
+        self.bad = 0
+        self.restarts = 0
+        self.too_big = 0
+        self.assembled = 0
 
     def add(self, p):
-        part = p.fields["part"]
-        parts = p.fields["parts"]
-        if part == 0 or parts != self._count:
-            self._parts = {}
-            self._count = parts
+        f = p.fields
+        hid = f["header_id"]
+        part = f["part"]
+        parts = f["parts"]
         if part >= parts:
+            self.bad += 1
             return None
+        if hid != self._id or parts != self._count:
+            if self._parts:
+                self.restarts += 1
+            self._parts = {}
+            self._bytes = 0
+            self._id = hid
+            self._count = parts
+        if part not in self._parts:
+            self._bytes += len(p.tail)
+            if self._bytes > self.max_bytes:
+                self.too_big += 1
+                self._parts = {}
+                self._bytes = 0
+                self._id = None
+                return None
         self._parts[part] = p.tail
         if len(self._parts) < parts:
             return None
-        text = b"".join(self._parts[i] for i in range(parts))
+        blob = b"".join([self._parts[i] for i in range(parts)])
         self._parts = {}
-        from protocol import staffheader
-        return staffheader.loads(text, "link header")
+        self._bytes = 0
+        self._id = None
+        if linkheader.header_id(blob) != hid:
+            self.bad += 1
+            return None
+        try:
+            h = linkheader.decode(blob)
+        except Exception:
+            self.bad += 1
+            return None
+        self.assembled += 1
+        return h
 
 
 def unwrap_time_us(prev_us, t24):

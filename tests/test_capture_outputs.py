@@ -13,7 +13,10 @@ def test_packets_decode_to_the_recorded_codes():
     unit = build_unit(default_config(body="humanoid18"))
     loop = CaptureLoop(unit)
     port = io.BytesIO()
-    loop.outputs.append(PacketOutput(port, loop.header))
+    t = [0.0]
+    loop.outputs.append(lambda k, t_s, v, c: t.__setitem__(0, t_s))    # the pacer's clock
+    out = PacketOutput(port, loop.header, clock=lambda: t[0])
+    loop.outputs.append(out)
     codes = []
     loop.outputs.append(lambda k, t, v, c: codes.append(c))
     loop.run(frames=45)
@@ -24,7 +27,8 @@ def test_packets_decode_to_the_recorded_codes():
     frames = [p.frame()[1] for p in ps if p.is_frame()]
     assert frames == codes
     assert names.count("HEARTBEAT") == 2
-    assert sum(dec.drops.values()) == 0
+    assert names.count("HEADER") >= 2                    # repeated every second
+    assert sum(dec.drops.values()) == 0 and out.dropped == 0 and out.frames == 45
 
 
 def test_full_loop_port_drops_instead_of_blocking():
@@ -34,5 +38,25 @@ def test_full_loop_port_drops_instead_of_blocking():
     outs = make_outputs(cfg_out, loop.header, unit.skeleton)
     loop.outputs.extend(outs)
     loop.run(frames=40)                        # the loop:// buffer fills; nothing blocks
-    assert outs[0].frames == 40 and outs[0].dropped > 0
+    c = outs[0].counts()
+    assert outs[0].frames + outs[0].dropped == 40 and c["frames_sent"] == outs[0].frames
     outs[0].close()
+
+
+def test_capture_link_flag_streams_the_product_link(capsys):
+    import json
+    from host.cli import main
+    from device.servo.emulate.serialtwin import SerialTwin
+    twin = SerialTwin()
+    assert main(["capture", "--duration", "1", "--body", "humanoid18", "--link", twin.path,
+                 "--baud", "115200", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    link = summary["link"]
+    assert link["frames_sent"] + link["frames_skipped"] == 30 and link["header_repeats"] >= 1
+    got = pk.Decoder().feed(bytes(twin._read_master()))
+    asm = pk.HeaderAssembler()
+    heads = [h for h in (asm.add(p) for p in got if p.name == "HEADER") if h is not None]
+    assert heads and len(heads[0]["rows"]) == 18
+    assert sum(1 for p in got if p.is_frame()) == link["frames_sent"]
+    twin.close()
+    assert main(["capture", "--duration", "1", "--link", twin.path + "-gone"]) == 2

@@ -4,7 +4,7 @@ absurd sizes such as a PNG claiming 100000 x 100000) and a thousand seeded rando
 real files (a PNG staff, a BVH, a recording container, a skeleton JSON, a robot description, a
 unit configuration). Each call either works or exits 2 with one line on stderr: never a
 traceback, never a hang (an alarm per call), memory bounded (RLIMIT_AS 2 GiB in the forked
-child that runs the calls in-process through host.cli.main: host/demo/badfiles.py). A few
+child that runs the calls in-process through host.cli.main: tools/badfiles.py). A few
 subprocess runs check the real exit status and stderr of the entry point."""
 
 import json
@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from host.demo import robust
-from host.demo.badfiles import BUNDLED_BVH, handmade, make_seeds
+from tools import robust
+from tools.badfiles import BUNDLED_BVH, handmade, make_seeds
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

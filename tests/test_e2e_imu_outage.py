@@ -1,12 +1,12 @@
 """An IMU that stops answering mid-capture and comes back, during the demo's live stream: the
 estimate of its segment degrades while it is gone and recovers after, nothing stops (every
-frame is captured, recorded, streamed and acted on by the robot): host/demo/robust.py. Run
+frame is captured, recorded, streamed and acted on by the robot): tools/robust.py. Run
 with the demo's estimator (the torque-state EKF on the human model) and with the unit's
 per-segment orientation filter on the clip's own skeleton."""
 
 import pytest
 
-from host.demo import robust
+from tools import robust
 
 
 @pytest.mark.parametrize("estimator", ["ekf", "orient"])

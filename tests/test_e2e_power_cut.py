@@ -3,14 +3,14 @@ recording the crash-safe container) is killed with SIGKILL at 50 seeded random m
 frame it had written before the kill is recovered, byte for byte, in order.
 
 tests/test_container_kill.py kills a bare container writer; this kills the whole capture
-process (sensors, estimator, encoder, recorder): host/demo/robust.py power_cut, synchronised on
+process (sensors, estimator, encoder, recorder): tools/robust.py power_cut, synchronised on
 data (the child reports each flushed frame on a pipe), never on sleeps."""
 
 import os
 
 import pytest
 
-from host.demo import robust
+from tools import robust
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -51,7 +51,7 @@ def expected_ns(i, code, bits=8):
 def _stream(nframes, seed, bits=8):
     rng = random.Random(seed)
     enc = pk.Encoder(clock_us=lambda: 0)
-    head = b"".join(enc.header(HEADER))
+    head = b"".join(enc.header(dict(HEADER, bits=bits)))
     frames = []
     for k in range(nframes):
         codes = [rng.randint(0, (1 << bits) - 1) for _ in range(NSERVO)]

@@ -91,7 +91,7 @@ def _rows(n):
 def test_round_trip_every_type():
     enc = pk.Encoder(clock_us=lambda: 1234567)
     h = staffheader.make(_rows(300), fps=30.0, bits=16)
-    wire = [enc.hello()] + enc.header(h) + [
+    wire = [enc.hello()] + enc.header(h) + [enc.request_header(0)] + [
         enc.frame([1, 2, 3]), enc.frame([1, None, 3]), enc.frame([65535, 0], 16),
         enc.frame([None, 7], 16), enc.heartbeat(10, 20, 30, pk.STATE_STREAMING),
         enc.packet("DOWNLOAD_LIST", (9,)), enc.packet("DOWNLOAD_GET", (9, 100, 512), b"rec1"),
@@ -105,7 +105,10 @@ def test_round_trip_every_type():
     assert all(p.time_us == 1234567 for p in got)
     ha = pk.HeaderAssembler()
     heads = [ha.add(p) for p in got if p.name == "HEADER"]
-    assert len(heads) > 1 and heads[-1] == h and all(x is None for x in heads[:-1])
+    assert len(heads) > 1 and all(x is None for x in heads[:-1])
+    assert heads[-1]["bits"] == 16 and heads[-1]["fps"] == 30.0 and heads[-1]["id"] == got[1].fields["header_id"]
+    assert heads[-1]["rows"] == [{"name": r["name"], "lo": r["lo"], "hi": r["hi"]} for r in h["rows"]]
+    assert got[len(heads) + 1].fields == {"what": pk.REQ_HEADER, "header_id": 0}
     frames = [p.frame() for p in got if p.is_frame()]
     assert frames == [(8, [1, 2, 3]), (8, [1, None, 3]), (16, [65535, 0]), (16, [None, 7])]
     assert got[-1].fields == {"req": 9, "code": pk.ERR_NOT_FOUND}
@@ -118,7 +121,7 @@ def test_schema_mismatch_refused_by_name():
     d = pk.Decoder()
     assert d.feed(enc.hello() + enc.frame([1, 2])) == []
     assert d.drops["schema"] == 2 and d.peer_schema == other
-    wrong_version = pk.encode("HELLO", 0, 0, (2, pk.SCHEMA, 100))
+    wrong_version = pk.encode("HELLO", 0, 0, (pk.VERSION + 1, pk.SCHEMA, 100))
     assert pk.Decoder().feed(wrong_version) == []
 
 
@@ -130,7 +133,7 @@ def test_drop_reasons():
     bad = bytearray(good)
     bad[-2] ^= 0x80 if bad[-2] != 0x80 else 0x01
     assert d.feed(bytes(bad)) == [] and d.drops["crc"] == 1
-    assert d.feed(pk.encode("HEARTBEAT", 0, 0, (1, 2, 3, 4))[:-1] + b"\x00") != []
+    assert d.feed(pk.encode("HEARTBEAT", 0, 0, (1, 2, 3, 4, 5))[:-1] + b"\x00") != []
     body = struct.pack("<BHBH", 0x7E, 0, 0, 0)
     unknown = cobs.encode(body + struct.pack("<I", crc.crc32(body, pk.SCHEMA))) + b"\x00"
     assert d.feed(unknown) == [] and d.drops["unknown_type"] == 1

@@ -183,7 +183,15 @@ def test_failsafe_home_and_hold():
     assert len(drv.sent) == n and drv.torque is None
     p.failsafe("home")
     knee = next(s for s in robot.servos if s.name == "l_knee")
+    # home at the ramp velocity in the player's (wall) time: one limited step per poll
+    degs = [knee.to_deg(dict(drv.sent[-1][1])[knee.id])]
+    for _ in range(200):
+        clk.t += 0.02
+        p.poll()
+        degs.append(knee.to_deg(dict(drv.sent[-1][1])[knee.id]))
     assert dict(drv.sent[-1][1])[knee.id] == knee.to_units(knee.home_deg)
+    steps = [abs(b - a) for a, b in zip(degs, degs[1:])]
+    assert max(steps) <= robot.ramp_vel_dps * 0.02 + 0.05 and len([x for x in steps if x > 0]) > 3
 
 
 @settings(max_examples=60, deadline=None)

@@ -7,8 +7,9 @@
                          {"kind": "osc", "target": "127.0.0.1:9000"}], header, skeleton)
     loop.outputs.extend(outs)        # each called (frame_index, t_s, values, codes)
 
-"packets" writes the serial link's native packets (protocol/packets.py: HELLO and the staff
-HEADER first, then one FRAME a column, a HEARTBEAT a second) to a pyserial URL; "player" drives
+"packets" writes the serial link's native packets (protocol/packets.py: HELLO and the compact
+link header first and every second or on request, one FRAME a column, a HEARTBEAT a second) to
+a pyserial URL, paced to its baud rate (device/servo/linkstream.py); "player" drives
 servos through device.servo's Player (limits, ramp, failsafe); other kinds go to
 device.outputs.factory.make_output. Every output has close().
 """
@@ -18,36 +19,31 @@ from protocol.errors import FormatError
 
 
 class PacketOutput:
-    def __init__(self, port, header, bits=8, heartbeat_s=1.0):
+    """The live link (device/servo/linkstream.py): paced, never blocks the capture loop, frames
+    whole or skipped whole, the compact header every second and on the receiver's request."""
+
+    def __init__(self, port, header, bits=8, heartbeat_s=1.0, baud=115200, clock=None,
+                 buffer_bytes=4096, record=False):
+        from device.servo.linkstream import LinkStreamer
         self.port = port
         self.header = header
         self.bits = bits
-        self.enc = packets.Encoder()
-        self.heartbeat_s = heartbeat_s
-        self._sent_header = False
-        self._last_hb = None
-        self.frames = 0
-        self.dropped = 0
+        self.link = LinkStreamer(port, header, bits, baud=baud, clock=clock, heartbeat_s=heartbeat_s,
+                                 buffer_bytes=buffer_bytes, record=record)
 
-    def _write(self, data):
-        # the port never blocks the capture loop (write_timeout=0): what does not fit is dropped,
-        # counted, and the receiver resynchronises on the next packet delimiter
-        try:
-            n = self.port.write(data)
-        except Exception:
-            n = 0
-        if n is not None and n < len(data):
-            self.dropped += 1
+    @property
+    def frames(self):
+        return self.link.n["frames_sent"]
+
+    @property
+    def dropped(self):
+        return self.link.n["frames_skipped"]
+
+    def counts(self):
+        return self.link.counts()
 
     def __call__(self, frame_index, t_s, values, codes):
-        if not self._sent_header:
-            self._write(self.enc.hello() + b"".join(self.enc.header(self.header)))
-            self._sent_header = True
-        self._write(self.enc.frame(codes, self.bits))
-        self.frames += 1
-        if self._last_hb is None or t_s - self._last_hb >= self.heartbeat_s:
-            self._write(self.enc.heartbeat(int(t_s * 1000), self.frames, self.dropped, 1))
-            self._last_hb = t_s
+        self.link.frame(codes, t_s)
 
     def close(self):
         close = getattr(self.port, "close", None)
@@ -75,9 +71,11 @@ def make_output(spec, header, skeleton, rate_hz=30.0):
     kind = spec.get("kind") if isinstance(spec, dict) else None
     if kind == "packets":
         import serial
-        port = serial.serial_for_url(spec.get("url", "loop://"), baudrate=spec.get("baud", 115200),
-                                     timeout=0, write_timeout=0)
-        return PacketOutput(port, header, header["bits"])
+        baud = spec.get("baud", 115200)
+        port = serial.serial_for_url(spec.get("url", "loop://"), baudrate=baud, timeout=0,
+                                     write_timeout=0)
+        return PacketOutput(port, header, header["bits"], baud=baud,
+                            buffer_bytes=spec.get("buffer_bytes", 4096))
     if kind == "player":
         from device.servo.drivers import open_driver
         from device.servo.player import Player

@@ -29,68 +29,100 @@ except AttributeError:  # CPython: plain ints
         return a - b
 
 
-RXBUF = 4096
-
-
 class Receiver:
-    """counters: frames, dropped, gaps, limited, failsafes, no_map, replies."""
+    """counters: frames, dropped, gaps, limited, failsafes, no_map, wrong_rows, headers,
+    bad_headers, released, requests, replies, errors (exceptions caught: the loop never ends)."""
 
-    def __init__(self, cfg, machine, uart=None, nrows_max=64):
+    def __init__(self, cfg, machine, uart=None, nrows_max=64, request_ms=100):
         self.cfg = cfg
         if uart is None:
             u = cfg["uart"]
-            # rxbuf: a HEADER burst (about 1 KB) arrives faster than a Pico's Python parses it
-            # (about 0.25 ms a byte; 115200 baud brings a byte every 87 us): the default
-            # 256-byte ring overflowed on the emulated rp2 port and lost the header
             uart = machine.UART(u["id"], baudrate=u["baud"], tx=machine.Pin(u["tx"]),
-                                rx=machine.Pin(u["rx"]), rxbuf=RXBUF)
+                                rx=machine.Pin(u["rx"]), rxbuf=1024)
         self.uart = uart
         self.rx = bytearray(128)
         self.reader = FrameReader(nrows_max)
         self.bank = ServoBank(cfg["servos"], machine)
-        self.assembler = pk.HeaderAssembler()
+        # a link header of 64 named rows is < 2.7 KB: 4 KB bounds what a spliced stream can hold
+        self.assembler = pk.HeaderAssembler(max_bytes=4096)
         self.encoder = pk.Encoder(clock_us=self._clock_us)
         self.rows = cfg.get("rows")             # fallback row ranges until a HEADER comes
-        self.bits = 0
+        self.header_id = 0                      # id of the link header in use (0: none)
+        self.hbits = cfg.get("bits", 0)         # its bit depth (0: any, with fallback rows)
+        self.bits = 0                           # bit depth the bank is mapped for (0: unmapped)
         self.state = pk.STATE_IDLE
         self.timeout_ms = cfg["failsafe"]["timeout_ms"]
         self.action = cfg["failsafe"]["action"]
         self.heartbeat_ms = cfg.get("heartbeat_ms", 0)
+        self.request_ms = request_ms
         self.start_ms = None
         self.now_ms = 0
         self.last_frame_ms = None
         self.last_beat_ms = None
+        self.last_request_ms = None
         self.failsafes = 0
         self.no_map = 0
+        self.wrong_rows = 0
+        self.headers = 0
+        self.released = 0
+        self.requests = 0
         self.replies = 0
+        self.errors = 0
 
     def _clock_us(self):
         return (self.now_ms * 1000) & 0xFFFFFF
 
     def counters(self):
         r = self.reader
+        a = self.assembler
         return {"frames": r.frames, "dropped": r.dropped(), "gaps": r.gaps,
                 "limited": self.bank.limited, "failsafes": self.failsafes, "no_map": self.no_map,
-                "replies": self.replies, "state": self.state}
+                "wrong_rows": self.wrong_rows, "headers": self.headers,
+                "bad_headers": a.bad + a.restarts + a.too_big, "released": self.released,
+                "requests": self.requests, "replies": self.replies, "errors": self.errors,
+                "state": self.state}
 
     def heartbeat(self):
-        """The HEARTBEAT packet bytes reporting this receiver's counters."""
+        """The HEARTBEAT packet bytes reporting this receiver's counters and its header id."""
         up = _ticks_diff(self.now_ms, self.start_ms) if self.start_ms is not None else 0
-        return self.encoder.heartbeat(up, self.reader.frames, self.reader.dropped(), self.state)
+        return self.encoder.heartbeat(up, self.reader.frames, self.reader.dropped(), self.state,
+                                      self.header_id)
 
     def _other(self, packets):
         for p in packets:
             if p.name == "HEADER":
-                h = self.assembler.add(p)
+                h = self.assembler.add(p)       # never raises; bad or spliced headers counted
                 if h is not None:
-                    self.rows = h["rows"]
-                    self.bits = 0       # remap at the next frame
+                    self.headers += 1
+                    if h["id"] != self.header_id:
+                        self.rows = h["rows"]
+                        self.hbits = h["bits"]
+                        self.header_id = h["id"]
+                        self.bits = 0           # remap at the next frame
             elif p.name == "HEARTBEAT" or p.name == "HELLO":
                 self.uart.write(self.heartbeat())
                 self.replies += 1
 
+    def _request(self, now_ms):
+        # no usable header: ask for one, at most every request_ms
+        if self.last_request_ms is None or _ticks_diff(now_ms, self.last_request_ms) >= self.request_ms:
+            self.last_request_ms = now_ms
+            self.uart.write(self.encoder.request_header(self.header_id))
+            self.requests += 1
+
     def poll(self, now_ms):
-        """One pass of the loop at time now_ms (the board's ticks_ms)."""
+        """One pass of the loop at time now_ms (the board's ticks_ms). Never raises."""
+        try:
+            self._poll(now_ms)
+        except Exception:           # MemoryError, a driver error, a bug: count it, keep going
+            self.errors += 1
+            try:
+                self._timeout(now_ms)
+                self.bank.tick(now_ms, _ticks_diff)
+            except Exception:
+                self.errors += 1
+
+    def _poll(self, now_ms):
         self.now_ms = now_ms
         if self.start_ms is None:
             self.start_ms = now_ms
@@ -109,25 +141,50 @@ class Receiver:
                     self._other(reader.packets)
             if n < len(rx):
                 break
-        if self.state == pk.STATE_STREAMING and \
-                _ticks_diff(now_ms, self.last_frame_ms) > self.timeout_ms:
-            self._failsafe()
+        self._timeout(now_ms)
         self.bank.tick(now_ms, _ticks_diff)
         if self.heartbeat_ms and (self.last_beat_ms is None or
                                   _ticks_diff(now_ms, self.last_beat_ms) >= self.heartbeat_ms):
             self.last_beat_ms = now_ms
             self.uart.write(self.heartbeat())
 
+    def _timeout(self, now_ms):
+        # from every state but failsafe: no valid frame for timeout_ms (or none since start)
+        if self.state != pk.STATE_FAILSAFE:
+            since = self.last_frame_ms if self.last_frame_ms is not None else self.start_ms
+            if since is not None and _ticks_diff(now_ms, since) > self.timeout_ms:
+                self._failsafe()
+
     def _frame(self, now_ms):
         r = self.reader
+        rows = self.rows
+        if rows is None:
+            self.no_map += 1
+            self._request(now_ms)
+            return
+        if r.nrows != len(rows) or (self.hbits and r.bits != self.hbits):
+            # a frame of another header (its row count or depth): never mapped onto this one
+            self.wrong_rows += 1
+            self._request(now_ms)
+            return
         if r.bits != self.bits:
-            if self.rows is None:
-                self.no_map += 1
-                return
-            self.bank.map_rows(self.rows, r.bits)
+            self.bank.map_rows(rows, r.bits)
             self.bits = r.bits
-        self.bank.set_targets(r.codes, r.missing, r.nrows)
+        nrows = r.nrows
+        missing = r.missing
+        every = True
+        for i in range(nrows):
+            if not missing[i]:
+                every = False
+                break
         self.last_frame_ms = now_ms
+        if every:
+            # every value missing: the sender's torque off (and our failsafe: no pulses)
+            self.bank.release()
+            self.released += 1
+            self.state = pk.STATE_FAILSAFE
+            return
+        self.bank.set_targets(r.codes, missing, nrows)
         self.state = pk.STATE_STREAMING
 
     def _failsafe(self):

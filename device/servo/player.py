@@ -10,7 +10,11 @@
     summary = player.play(staff, speed=1.0) # paced by absolute deadlines (host/commands/play.py)
 
 The live capture loop uses the same send_frame()/poll()/failsafe(). Nothing a frame contains
-can leave a servo's limits or exceed its velocity limit (device/servo/limiter.py).
+can leave a servo's limits or exceed its velocity limit (device/servo/limiter.py), in the time
+the commands are *sent*: every step's dt is the player's clock (wall time, injectable) since the
+previous command, never the frames' media time, so a burst of frames (a link catching up, a
+stalled reader) cannot turn into a fast move. The "home" failsafe moves one limited step per
+poll() at ramp_vel_dps, in the same wall time, until the servos are home.
 """
 
 import time
@@ -38,6 +42,9 @@ class Player:
                       "send_errors": 0, "ramp_frames": 0}
         self.last_units = None
         self._last_hb_s = -1e9
+        self._last_cmd_clock = self.clock()   # when the last command was sent (the limiter's dt)
+        self._homing = False
+        self._torque_pending = False
         if hasattr(driver, "time_ms") and not driver.time_ms:
             # LX-16A MOVE_TIME / SSC-32 T: spread each step over one frame period
             driver.time_ms = int(1000 * self.period_s + 0.5)
@@ -57,7 +64,7 @@ class Player:
             self.limiter = Limiter(self.servos, start_deg=current_deg, max_dt_s=2.0 / self.robot.rate_hz)
         if self.robot.use_watchdog:
             self.watchdog = bool(self.driver.set_watchdog(self.robot.failsafe_timeout_s))
-        self.last_frame_clock = self.clock()
+        self.last_frame_clock = self._last_cmd_clock = self.clock()
 
     def _read_current(self):
         read = getattr(self.driver, "read_position", None)
@@ -88,8 +95,12 @@ class Player:
                 out[si] = None
         return out
 
-    def _command(self, targets_deg, dt_s, vel_limit_dps=None):
-        deg = self.limiter.step(targets_deg, dt_s, vel_limit_dps)
+    def _command(self, targets_deg, vel_limit_dps=None):
+        # dt: wall time since the previous command went out (the first: one period)
+        now = self.clock()
+        dt = now - self._last_cmd_clock
+        self._last_cmd_clock = now
+        deg = self.limiter.step(targets_deg, dt, vel_limit_dps)
         cmds = [(s.id, s.to_units(d)) for s, d in zip(self.servos, deg)]
         try:
             self.driver.send_positions(cmds)
@@ -106,16 +117,16 @@ class Player:
                 raise ValueError("Player: give row_names (or bind()) before sending a sequence")
             self.bind(list(values))
         now = self.clock()
-        t = now if t_s is None else t_s
-        dt = self.period_s if self.last_t is None else t - self.last_t
-        self.last_t = t
+        self.last_t = now if t_s is None else t_s       # media time: reported, not used for dt
         self.last_frame_clock = now
         if self.in_failsafe:
             self.in_failsafe = False
+            self._homing = False
+            self._torque_pending = False
             if self.watchdog:
                 self.driver.set_watchdog(self.robot.failsafe_timeout_s)
         self.stats["frames"] += 1
-        return self._command(self.targets(values), dt)
+        return self._command(self.targets(values))
 
     def ramp_to(self, values, timeout_s=30.0, tol_deg=0.5):
         """Move slowly (ramp max_vel_dps) from the limiter's pose to the frame's targets."""
@@ -125,7 +136,7 @@ class Player:
         for _ in range(n):
             if self.limiter.at(tg, tol_deg):
                 break
-            self._command(tg, self.period_s, self.robot.ramp_vel_dps)
+            self._command(tg, self.robot.ramp_vel_dps)
             self.stats["ramp_frames"] += 1
             deadline += self.period_s
             self._sleep_until(deadline)
@@ -146,7 +157,28 @@ class Player:
         if not self.in_failsafe and self.last_frame_clock is not None \
                 and now - self.last_frame_clock > self.robot.failsafe_timeout_s:
             self.failsafe()
+        elif self.in_failsafe:
+            self._failsafe_step()
         return self.in_failsafe
+
+    def _torque_off(self):
+        ok = self.driver.torque_off([s.id for s in self.servos])
+        # a driver that may find its line full (Native) says so; the others cannot retry
+        return ok if getattr(self.driver, "TORQUE_OFF_RETRY", False) else True
+
+    def _failsafe_step(self):
+        # an engaged failsafe that is not done yet: one home step, or torque off again
+        try:
+            if self._homing:
+                home = [s.home_deg for s in self.servos]
+                if self.limiter.at(home, 0.01):
+                    self._homing = False
+                else:
+                    self._command(home, self.robot.ramp_vel_dps)
+            if self._torque_pending:
+                self._torque_pending = self._torque_off() is False
+        except OSError:
+            self.stats["send_errors"] += 1
 
     def failsafe(self, action=None):
         action = action or self.robot.failsafe_action
@@ -154,13 +186,12 @@ class Player:
         self.stats["failsafes"] += 1
         try:
             if action == "torque_off":
-                self.driver.torque_off([s.id for s in self.servos])
+                # a driver whose line is full says False: retried on every poll until it goes
+                self._torque_pending = self._torque_off() is False
             elif action == "home":
-                home = [s.home_deg for s in self.servos]
-                for _ in range(int(10 * self.robot.rate_hz)):
-                    if self.limiter.at(home):
-                        break
-                    self._command(home, self.period_s, self.robot.ramp_vel_dps)
+                # at the ramp velocity in wall time: this step, then one per poll() until home
+                self._homing = True
+                self._failsafe_step()
             # hold: the controller keeps the last command (its watchdog, if armed, stops it)
         except OSError:
             self.stats["send_errors"] += 1

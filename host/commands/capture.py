@@ -5,6 +5,7 @@
     motionstaff capture --clip walk.bvh --raw-log raw.jsonl --status
     motionstaff capture --replay raw.jsonl --record again.msr     # re-estimate a raw log
     motionstaff capture --config unit.json --realtime             # a Pi with real sensors
+    motionstaff capture --realtime --link /dev/ttyUSB0 --baud 115200   # live frames to a robot
 
 Also home of read_msr(path) -> Staff, the `.msr` reader registered in host/formats.py.
 SIGUSR1 prints the timing statistics while capturing (real-time mode).
@@ -38,6 +39,9 @@ def add_arguments(p):
     p.add_argument("--camera", action="store_true", help="add the simulated camera (markers)")
     p.add_argument("--status", action="store_true", help="print a status line every second")
     p.add_argument("--json", action="store_true", help="print the timing summary as JSON")
+    p.add_argument("--link", metavar="PORT", help="stream the live frames over the serial link "
+                   "(a port or pyserial URL; paced, header every second and on request)")
+    p.add_argument("--baud", type=int, default=115200, help="the link's baud rate (default 115200)")
 
 
 def read_msr(path, skeleton_object=True):
@@ -96,6 +100,10 @@ def run(args):
     from device.capture.unit import build_unit
     import time
     cfg = _config(args)
+    if getattr(args, "link", None):
+        if not 300 <= args.baud <= 10000000:
+            raise ValueError("capture: --baud %d is not a serial baud rate" % args.baud)
+        cfg.setdefault("outputs", []).append({"kind": "packets", "url": args.link, "baud": args.baud})
     replay = None
     source = args.replay or cfg.get("replay")          # a config may name a replay: source too
     if source:
@@ -154,6 +162,9 @@ def run(args):
         print("motionstaff: warning: %d output error(s), the first: %s"
               % (loop.output_errors, describe(loop.first_output_error)), file=sys.stderr)
     summary["sensors"] = unit.sensor_status()
+    links = [o.counts() for o in getattr(loop, "_owned", []) if hasattr(o, "link")]
+    if links:
+        summary["link"] = links[0]
     if args.json:
         print(json.dumps(summary, default=float))
     else:

@@ -6,8 +6,9 @@
     motionstaff demo --faults 0.01 --unplug 5:6   # damage 1% of the link's bytes, unplug it 1 s
 
 A simulated subject performs a real clip wearing IMUs and camera markers; the capture loop
-estimates, records the crash-safe container and streams every frame over a pty to an emulated
-Pololu Maestro driving the khr17-maestro humanoid; the host gets the recording, converts it to
+estimates, records the crash-safe container and streams every frame through the product's
+paced link output over the serial twin (a pty at 115200 baud) to the robot end (the product's
+LinkBridge and Player) driving an emulated Pololu Maestro on the khr17-maestro humanoid; the host gets the recording, converts it to
 a PNG staff, despikes and smooths it and renders a GIF of the estimated figure beside the true
 one (host/demo/pipeline.py). run_demo() is the entry point.
 """
@@ -28,7 +29,7 @@ def add_arguments(p):
     p.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
     p.add_argument("--faults", type=float, default=0.0,
                    help="fraction of link bytes damaged (bit flips, drops, garbage; default 0)")
-    p.add_argument("--unplug", metavar="START:END", help="the link's port vanishes from START to "
+    p.add_argument("--unplug", metavar="START:END", help="the link's cable is pulled from START to "
                    "END seconds of simulated time (e.g. 5:6)")
     p.add_argument("--no-camera", action="store_true", help="IMUs only (no camera markers)")
     p.add_argument("--no-render", action="store_true", help="skip the GIF")
@@ -38,7 +39,7 @@ def add_arguments(p):
 def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, estimator="ekf",
              seed=1, faults=0.0, camera=True, render=True, progress=True, unplug=None):
     """Run the pipeline, print the report (text or JSON) and return it as a dict."""
-    from host.demo.link import Faults
+    from device.servo.emulate.serialtwin import LineFaults
     from host.demo.pipeline import run_pipeline
     if not (0 < seconds <= 600) or not (1 <= rate_hz <= 200) or not (0 <= faults < 0.5):
         raise ValueError("demo: need 0 < --seconds <= 600, 1 <= --rate <= 200, 0 <= --faults < 0.5")
@@ -56,8 +57,8 @@ def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, est
         if not 0 <= a < b:
             raise ValueError("demo: --unplug wants 0 <= START < END")
         vanish = [(a, b)]
-    # damage starts after 0.5 s: the staff header (several 1000-byte packets) must get through once
-    f = Faults(rate=faults, seed=seed, vanish=vanish, start_s=0.5) if (faults or vanish) else None
+    # faults act on the serial twin's line from the first byte (the header repeats every second)
+    f = LineFaults(rate=faults, seed=seed, unplug=vanish) if (faults or vanish) else None
     report = run_pipeline(out_dir, clip, seconds, estimator, rate_hz, seed, camera, f, render,
                           progress)
     if json_out:
@@ -94,7 +95,7 @@ def text_report(r):
         "  bytes per frame: link %s (incl. headers %s), container %s, Maestro %s, raw %d"
         % (_f(b["link_frame_packet"]), _f(b["link_incl_headers"]), _f(b["container"]),
            _f(b["maestro"]), b["raw_codes"]),
-        "  link errors: %d writes failed (port gone), %d packets dropped by the robot's decoder; "
+        "  link errors: %d writes failed, %d packets dropped by the robot's decoder; "
         "failsafe engaged %d, released %d; servo commands matching the limiter: %d of %d"
         % (r["link"]["write_errors"], r["link"]["relay"]["decoder_dropped"],
            r["link"]["relay"]["failsafe_engaged"], r["link"]["relay"]["failsafe_released"],

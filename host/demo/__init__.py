@@ -3,7 +3,7 @@
     from host.demo.pipeline import run_pipeline
     report = run_pipeline("motionstaff-demo", seconds=10.0)   # dict; see host/demo/stages.py
 
-pipeline.py (capture -> record + stream -> robot), link.py (pty link, faults, packet streamer),
-relay.py (the robot end: decoder -> Player -> Maestro), stages.py (download, convert, edit,
+pipeline.py (capture -> record + stream over the product's PacketOutput and the serial twin),
+robot_end.py (the product's LinkBridge -> Player -> Maestro, with a command log), stages.py (download, convert, edit,
 render, report), checks.py (no corrupted frame delivered, servo commands match the limiter).
 """

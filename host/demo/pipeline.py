@@ -10,10 +10,12 @@ report["not_measured"], never a made-up number):
  1. capture: a simulated subject performs the clip wearing one IMU per segment (BNO055 twins
     behind TCA9548A multiplexers on a sim I2C bus) and camera markers; the CaptureLoop estimates
     (`estimator`, default the torque-state EKF "ekf", see the estimator SEAM below), writes the crash-safe
-    container (protocol/container.py) and streams every frame as a FRAME packet over a pty
-    (host/demo/link.py, optional fault injection) to the robot end (host/demo/relay.py), whose
-    Player drives an emulated Pololu Maestro (device/servo/emulate, PtyServer) for the
-    khr17-maestro humanoid.
+    container (protocol/container.py) and streams every frame through the product's own output
+    (device/capture/outputs.py PacketOutput: paced, compact header every second and on request)
+    over the serial twin (device/servo/emulate/serialtwin.py: a pty paced at 115200 baud of
+    simulated time, 4 KiB driver buffer, optional line faults) to the robot end
+    (host/demo/robot_end.py: the product's LinkBridge + Player), which drives an emulated
+    Pololu Maestro (device/servo/emulate, PtyServer) for the khr17-maestro humanoid.
  2. download: the recording comes back over a second pty from the unit's download server
     (host/download.py), else null with the reason.
  3. convert + edit: container -> PNG staff -> despike (Hampel) -> Butterworth 6 Hz -> PNG.
@@ -27,14 +29,15 @@ import time
 import numpy as np
 
 from host.demo import checks
-from host.demo.link import Faults, LinkPty, Streamer
-from host.demo.relay import Relay
+from host.demo.robot_end import open_robot_end
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SHARED_CLIP = os.path.join(REPO, "..", "shared", "data", "bvh", "131_03.bvh")
 BUNDLED_CLIP = os.path.join(REPO, "host", "data", "131_03_short.bvh")
 ROBOT = "khr17-maestro"
+LINK_BAUD = 115200
+LINE_STEPS = 4          # the line and the robot run this many times per frame period
 # SEAM (estimator): the capture unit takes make_estimator() names; if the chosen estimator (the
 # torque-state EKF by default) raises during capture, the demo starts again with the unit's
 # "orient" estimator and says so in report["not_measured"]["estimator"].
@@ -85,9 +88,12 @@ def _build_unit(clip, estimator, rate_hz, seed, camera, configure=None, seconds=
 def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camera=True,
             faults=None, progress=None, notes=None, configure=None):
     """Stage 1. Returns a dict with the loop, unit, streamer, relay, emulator and measurements."""
+    import serial
     from device.capture.loop import CaptureLoop
+    from device.capture.outputs import PacketOutput
     from device.servo.emulate import make_emulator
     from device.servo.emulate.pty import PtyServer
+    from device.servo.emulate.serialtwin import LineFaults, SerialTwin
     from device.servo.robot import load_robot
 
     notes = notes if notes is not None else {}
@@ -114,17 +120,21 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     robot = load_robot(ROBOT)
     emu = make_emulator(robot.controller)
     srv = PtyServer(emu).start()
-    relay = Relay(robot, srv.path)
     sim = [0.0]
-    link = LinkPty(on_full=lambda: relay.feed(link.read_pending(0.5), sim[0]))
-    link.open()
-    streamer = Streamer(link, loop.header, faults or Faults(), bits=loop.bits)
+    clock = lambda: sim[0]
+    end = open_robot_end(robot, srv.path, clock)
+    twin = SerialTwin(baud=LINK_BAUD, buffer_bytes=4096, clock=clock, faults=faults or LineFaults())
+    port = serial.serial_for_url(twin.path, baudrate=LINK_BAUD, timeout=0, write_timeout=0)
+    streamer = PacketOutput(port, loop.header, bits=loop.bits, baud=LINK_BAUD, clock=clock,
+                            record=True)
     values = []
+    keys = []                       # (seq, time_us) of frame k on the link, None if skipped
 
     def record_values(k, t_s, vals, codes):
         values.append([np.nan if v is None else v for v in vals])
     loop.outputs.append(record_values)
     loop.outputs.append(streamer)
+    written_at = {}
     sim_s = []
     est_fallback = None
     done = False
@@ -132,6 +142,7 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
         for k in range(nframes):
             t_s = k / unit.rate_hz
             sim[0] = t_s
+            sent_before = streamer.frames
             try:
                 loop.step()
             except Exception as e:          # the estimator failed (see the estimator SEAM)
@@ -139,17 +150,27 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
                     raise
                 est_fallback = "%s: %s" % (e.__class__.__name__, str(e).splitlines()[0][:160])
                 break
+            key = next(reversed(streamer.link.sent)) if streamer.frames > sent_before else None
+            keys.append(key)
+            written_at[key] = time.perf_counter()
             sim_s.append(getattr(unit, "sim_s", 0.0) or 0.0)
-            relay.feed(link.read_pending(), t_s)
-            relay.poll(t_s)
+            for j in range(LINE_STEPS):     # the line carries bytes in their time; the robot acts
+                sim[0] = (k + (j + 1.0) / LINE_STEPS) / unit.rate_hz
+                twin.send_back(end.step(twin.pump()))
             if progress is not None:
                 progress.update()
         done = est_fallback is None
+        if done:                            # the frames still on the line arrive (at most 1 s)
+            for _ in range(int(unit.rate_hz * LINE_STEPS)):
+                if twin.idle():
+                    break
+                sim[0] += 1.0 / unit.rate_hz / LINE_STEPS
+                twin.send_back(end.step(twin.pump()))
     finally:
         loop.close()
-        relay.close()
+        end.close()
+        twin.close()
         if not done:
-            link.close()
             srv.stop()
     if est_fallback is not None:
         notes["estimator"] = ("%r failed during capture, fell back to %r: %s"
@@ -158,22 +179,23 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
             progress.bar.reset()
         return capture(out_dir, clip, seconds, FALLBACK_ESTIMATOR, rate_hz, seed, camera, faults,
                        progress, notes, configure)
-    n_cmd = sum(len(c) for c in relay.commands)
+    n_cmd = sum(len(c[2]) for c in end.commands)
     emu.wait_for(lambda e: e.commands >= n_cmd, 10.0)
     srv.stop()
-    link.close()
     # latency: sensor sample -> servo bytes written, minus the simulator's own time in the read
+    # (processing only: the line's own time, bytes / 11520 per s, is simulated, see link_s)
     lat = []
     lat_robot = []                  # from the unit's write to the servo bytes (the robot end)
-    keys = streamer.keys
+    cmd_at = dict((c[1], c[3]) for c in end.commands if c[1] is not None)
     for k, key in enumerate(keys):
-        w = relay.frame_written_at.get(key)
-        if w is not None and k in read_start:
+        w = cmd_at.get(key)
+        if key is not None and w is not None and k in read_start:
             lat.append((w - read_start[k] - (sim_s[k] if k < len(sim_s) else 0.0)) * 1000.0)
-            lat_robot.append((w - streamer.written_at[key]) * 1000.0)
-    return {"unit": unit, "loop": loop, "relay": relay, "streamer": streamer, "emulator": emu,
-            "robot": robot, "record": rec_path, "values": np.array(values), "keys": keys,
-            "latency_ms": lat, "latency_robot_ms": lat_robot, "estimator": estimator, "notes": notes, "frames_planned": nframes}
+            lat_robot.append((w - written_at[key]) * 1000.0)
+    return {"unit": unit, "loop": loop, "relay": end.bridge, "robot_end": end, "streamer": streamer,
+            "twin": twin, "faults": twin.faults, "emulator": emu, "robot": robot, "record": rec_path,
+            "values": np.array(values), "keys": keys, "latency_ms": lat, "latency_robot_ms": lat_robot,
+            "estimator": estimator, "notes": notes, "frames_planned": nframes}
 
 
 def _root_dofs(skeleton):

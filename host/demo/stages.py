@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from protocol import packets as pk
+
 
 def download(unit_path, host_path, notes):
     """The recording from the unit over the serial link (host/download.py against the unit's
@@ -87,6 +89,7 @@ def _pct(xs, q):
 def report(cap, dl, files, staffs, notes, clip, seconds):
     from host.demo.pipeline import rms_vs_truth, root_error_deg
     unit, loop, relay, streamer = cap["unit"], cap["loop"], cap["relay"], cap["streamer"]
+    end, lc = cap["robot_end"], streamer.counts()
     sk = unit.skeleton
     start = int(round(unit.rate_hz * 1.6))            # after calibration (1 s) and blend-in (0.5 s)
     truth = loop.truth_values()
@@ -102,8 +105,8 @@ def report(cap, dl, files, staffs, notes, clip, seconds):
     st = loop.stats.summary()
     nrows = len(loop.header["rows"])
     rec_bytes = os.path.getsize(cap["record"])
-    fb = streamer.frame_bytes
-    servo_frames = max(1, len(relay.commands))
+    fb = [len(pk.encode("FRAME8" if loop.bits == 8 else "FRAME16", 0, 0, (), b"\x01" * (nrows * loop.bits // 8)))]
+    servo_frames = max(1, len(end.commands))
     out = {
         "clip": os.path.abspath(clip), "seconds_of_motion": seconds, "rate_hz": unit.rate_hz,
         "rows": nrows, "imus": len(unit.slots), "camera": unit.camera is not None,
@@ -122,7 +125,8 @@ def report(cap, dl, files, staffs, notes, clip, seconds):
         "frames_captured": loop.frame_index,
         "frames_streamed": streamer.frames,
         "frames_delivered": relay.counts["frames"],
-        "servo_commands": sum(len(c) for c in relay.commands),
+        "frames_skipped": lc["frames_skipped"],
+        "servo_commands": sum(len(c[2]) for c in end.commands),
         "latency_p50_ms": _pct(lat, 50), "latency_p99_ms": _pct(lat, 99),
         "latency_max_ms": round(max(lat), 3) if lat else None, "latency_samples": len(lat),
         "latency_robot_end_p50_ms": _pct(cap["latency_robot_ms"], 50),
@@ -134,12 +138,12 @@ def report(cap, dl, files, staffs, notes, clip, seconds):
         "bytes_per_frame": round(sum(fb) / len(fb), 2) if fb else None,
         "bytes_per_frame_detail": {
             "link_frame_packet": round(sum(fb) / len(fb), 2) if fb else None,
-            "link_incl_headers": round(streamer.bytes_written / max(1, streamer.frames), 2),
+            "link_incl_headers": round(lc["bytes"] / max(1, streamer.frames), 2),
             "container": round((rec_bytes - _header_len(cap["record"])) / max(1, loop.frame_index), 2),
-            "maestro": round(relay.raw_driver.stats["bytes"] / servo_frames, 2),
+            "maestro": round(end.raw_driver.stats["bytes"] / servo_frames, 2),
             "raw_codes": nrows * (loop.bits // 8)},
-        "link": {"write_errors": streamer.write_errors, "faults": dict(streamer.faults.counts),
-                 "relay": relay.summary()},
+        "link": {"write_errors": lc["write_errors"], "faults": dict(cap["faults"].counts),
+                 "streamer": lc, "line": dict(cap["twin"].counts), "relay": relay.summary()},
         "download": dl,
         "file_bytes": dict((k, os.path.getsize(v)) for k, v in files.items() if os.path.exists(v)),
         "files": dict((k, os.path.abspath(v)) for k, v in files.items()),

@@ -4,7 +4,9 @@
         port = serial.serial_for_url(srv.path, baudrate=1000000, timeout=0.1)
 
 A thread reads the master side (select with a timeout, so stop() is prompt), hands the bytes
-to emulator.feed() and writes back its replies. disconnect()/reconnect() simulate a port that
+to emulator.feed() and writes back its replies; on a quiet line it calls emulator.poll() if it
+has one (the native emulator: the receiver firmware's loop, so its failsafe times out). The
+bytes are not paced here; the live link's paced twin is serialtwin.py. disconnect()/reconnect() simulate a port that
 disappears and comes back (the slave side is closed and a new pty is made at a new path).
 """
 
@@ -12,6 +14,16 @@ import os
 import select
 import threading
 import tty
+
+
+def close_fds(*fds):
+    """Close each open descriptor (None skipped), ignoring those already gone."""
+    for fd in fds:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 class PtyServer:
@@ -45,6 +57,15 @@ class PtyServer:
             except (OSError, ValueError):
                 return
             if not r:
+                # a quiet line: an emulator with a loop of its own (the receiver firmware's
+                # failsafe timeout) runs it, and its replies go out
+                poll = getattr(self.emulator, "poll", None)
+                reply = poll() if poll is not None else b""
+                if reply:
+                    try:
+                        os.write(master, reply)
+                    except OSError:
+                        pass
                 continue
             try:
                 data = os.read(master, 4096)
@@ -67,12 +88,7 @@ class PtyServer:
         if self._thread is not None:
             self._thread.join(2.0)
             self._thread = None
-        for fd in (self.master, self.slave):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds(self.master, self.slave)
         self.master = self.slave = None
 
     def disconnect(self):

@@ -1,7 +1,7 @@
 """Robustness scenarios of the main job, as functions that return their figures (the tests in
 tests/test_e2e_*.py assert on them; benchmarks/run_all.py puts them in docs/results.md).
 
-    from host.demo import robust
+    from tools import robust
     robust.power_cut(tmp_dir, trials=50)     # kill the capture process at seeded moments
     robust.imu_outage(tmp_dir)               # an IMU stops answering mid-capture, comes back
     robust.bad_files(tmp_dir)                # bad + 1000 mutated files through every reader
@@ -139,7 +139,7 @@ def imu_outage(d, estimator="ekf", start_s=3.0, end_s=4.0, seconds=4.5):
 
 
 def _bad_child(d, wfd, n_mutations):
-    from host.demo.badfiles import run_cases
+    from tools.badfiles import run_cases
     resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
     res = run_cases(d, n_mutations)
     with os.fdopen(wfd, "w") as f:
@@ -147,7 +147,7 @@ def _bad_child(d, wfd, n_mutations):
 
 
 def bad_files(d, n_mutations=1000, timeout_s=900.0):
-    """host.demo.badfiles.run_cases in a forked child with RLIMIT_AS = 2 GiB; None on a hang."""
+    """tools.badfiles.run_cases in a forked child with RLIMIT_AS = 2 GiB; None on a hang."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:

@@ -1,14 +1,14 @@
 """Bad files for every command that reads files: real seeds, hand-made bad ones, seeded mutations,
 and an in-process runner of host.cli.main (stderr captured, an alarm per call).
 
-    from host.demo.badfiles import run_cases
+    from tools.badfiles import run_cases
     res = run_cases(tmp_dir, n_mutations=1000)     # {"counts": {...}, "bad": [{case, argv, problem}]}
     rc, out, err, exc = call_cli(["info", path], timeout_s=20)
 
 Seeds (real files): a PNG staff and a BVH (the bundled CMU clip cut to 20 frames), a recording
 container, the human skeleton JSON, the khr17-maestro robot description, a unit configuration.
 A call behaves when it succeeds, or exits 2 with exactly one stderr line "motionstaff: ..." and
-no traceback (verdict). Run it in a child with RLIMIT_AS set to bound memory (host/demo/robust.py).
+no traceback (verdict). Run it in a child with RLIMIT_AS set to bound memory (tools/robust.py).
 """
 
 import contextlib
@@ -23,7 +23,7 @@ import numpy as np
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUNDLED_BVH = os.path.join(os.path.dirname(HERE), "data", "131_03_short.bvh")
+BUNDLED_BVH = os.path.join(os.path.dirname(HERE), "host", "data", "131_03_short.bvh")
 SLOW_CHECKED = ("huge.png", "huge_real.png", "wide.png", "bomb.png", "bad_header.png", "truncated.png")
 
 

@@ -1,0 +1,137 @@
+"""The robot end of the live link when the robot has a computer (or a bridge board) and a vendor
+servo controller: link packets in, Player (limits, velocity in wall time, failsafe) out.
+
+    from device.servo.bridge import LinkBridge
+    br = LinkBridge(robot, driver, clock=time.monotonic)
+    reply = br.feed(bytes_from_the_link)    # frames -> player.send_frame; REQUESTs to send back
+    br.poll()                               # failsafe after the robot's timeout without frames
+    br.counts                               # frames, headers, no_header, wrong_rows, ...
+
+The same rules as the receiver firmware (device/firmware/receiver.py): protocol.packets.Decoder
+(COBS + CRC-32: never a corrupted packet), the compact link header by id (HeaderAssembler:
+spliced or damaged headers are counted, never raised), a frame whose row count or bit depth is
+not the header's is dropped and counted, and a frame that cannot be mapped makes it ask for the
+header (a REQUEST, at most every 0.1 s: about one header's line time at 115200 baud). Every decoded frame goes to Player.send_frame, whose
+Limiter keeps every command inside the servos' limits and velocity limits on the clock.
+`last_key`/`last_codes` are (seq, time_us) and the codes of the frame being acted on while its
+command is written (None for a failsafe step).
+"""
+
+import time
+
+from device.servo.player import Player
+from protocol import packets as pk, staffcodec
+
+
+class LinkBridge:
+    def __init__(self, robot, driver, clock=None, mapping=None, request_s=0.1):
+        self.robot = robot
+        self.driver = driver
+        self.clock = clock or time.monotonic
+        self.mapping = mapping
+        self.request_s = request_s
+        self.decoder = pk.Decoder()
+        self.assembler = pk.HeaderAssembler()
+        self.enc = pk.Encoder(clock_us=lambda: int(self.clock() * 1e6))
+        self.header = None
+        self.player = None
+        self.last_key = None
+        self.last_codes = None
+        self._last_request = None
+        self._t_prev_us = None
+        self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
+                       "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0}
+
+    def _on_header(self, h):
+        self.counts["headers"] += 1
+        if self.header is not None and h["id"] == self.header["id"]:
+            return
+        names = [r["name"] for r in h["rows"]]
+        self.header = h
+        self.los = [r["lo"] for r in h["rows"]]
+        self.his = [r["hi"] for r in h["rows"]]
+        if self.player is None:
+            self.started_at = self.clock()
+            self.player = Player(self.robot, self.driver, row_names=names, mapping=self.mapping,
+                                 clock=self.clock, sleep=lambda d: None)
+            self.player.start()
+        else:
+            self.player.bind(names, self.mapping)
+
+    def _request(self, out):
+        now = self.clock()
+        if self._last_request is None or now - self._last_request >= self.request_s:
+            self._last_request = now
+            hid = self.header["id"] if self.header is not None else 0
+            out.append(self.enc.request_header(hid))
+            self.counts["requests"] += 1
+
+    def feed(self, data):
+        """Decode the bytes that arrived and act on every valid frame; returns bytes to send back."""
+        out = []
+        for p in self.decoder.feed(data):
+            if p.name == "HEADER":
+                h = self.assembler.add(p)
+                if h is not None:
+                    self._on_header(h)
+            elif p.is_frame():
+                self._frame(p, out)
+        return b"".join(out)
+
+    def _frame(self, p, out):
+        if self.player is None:
+            self.counts["no_header"] += 1
+            self._request(out)
+            return
+        bits, codes = p.frame()
+        if bits != self.header["bits"] or len(codes) != len(self.los):
+            self.counts["wrong_rows"] += 1
+            self._request(out)
+            return
+        values = staffcodec.decode_column(codes, self.los, self.his, bits)
+        was = self.player.in_failsafe
+        self.last_key = (p.seq, p.time_us)
+        self.last_codes = codes
+        try:
+            self.player.send_frame(values, self._media_s(p.time_us))
+        finally:
+            self.last_key = None
+            self.last_codes = None
+        if was and not self.player.in_failsafe:
+            self.counts["failsafe_released"] += 1
+        self.counts["frames"] += 1
+
+    def _media_s(self, t24):
+        t = t24 if self._t_prev_us is None else pk.unwrap_time_us(self._t_prev_us, t24)
+        self._t_prev_us = t
+        return t / 1e6
+
+    def poll(self):
+        """The failsafe (and a home move's next step); True while it is engaged."""
+        if self.player is None:
+            return False
+        was = self.player.in_failsafe
+        on = self.player.poll()
+        if on and not was:
+            self.counts["failsafe_engaged"] += 1
+        return on
+
+    def close(self):
+        if self.player is not None:
+            self.player.failsafe()
+
+    def summary(self):
+        out = dict(self.counts)
+        out["decoder_drops"] = dict((k, v) for k, v in self.decoder.drops.items() if v)
+        out["decoder_dropped"] = self.decoder.dropped()
+        out["seq_gaps"] = self.decoder.gaps
+        a = self.assembler
+        out["bad_headers"] = a.bad + a.restarts + a.too_big
+        if self.player is not None:
+            st = self.player.stats
+            out.update(send_errors=st["send_errors"], failsafes=st["failsafes"],
+                       limiter_clamped=self.player.limiter.clamped,
+                       limiter_rate_limited=self.player.limiter.rate_limited,
+                       servos_driven=len(self.player.rows),
+                       mapping=getattr(self.robot, "mapping_used", None))
+        return out

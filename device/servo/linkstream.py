@@ -1,0 +1,152 @@
+"""The one live-link streamer: frames, the compact header on a schedule and on request, heartbeats,
+paced to the baud rate (device/servo/paced.py). Used by capture's PacketOutput and Native.
+
+    ls = LinkStreamer(port, staff_header, baud=115200, clock=time.monotonic)
+    ls.frame(codes, t_s)           # one FRAME (True) or skipped whole (False); header parts first
+    ls.poll()                      # read the receiver's REQUEST/HEARTBEAT; due header, heartbeat
+    ls.counts()                    # frames_sent, frames_skipped, header_repeats, header_requests, ...
+
+Wire: protocol/packets.py. HELLO and the link header (protocol/linkheader.py, cut into parts of
+part_bytes so frames interleave) go first, then again every header_every_s, and at once when
+the receiver asks (a REQUEST, or a HEARTBEAT naming another header id than ours, e.g. 0 after
+a reset). Frames are stamped with their capture time t_s (24-bit microseconds). record=True
+keeps (seq, time_us) -> codes of every frame sent (the truth a test checks a receiver against)
+and -> (first, end) byte offsets in the written stream (to tell which frames line faults hit).
+"""
+
+from protocol import linkheader, packets as pk
+from device.servo.paced import PacedSender, default_clock
+
+
+class LinkStreamer:
+    def __init__(self, port, header, bits=None, baud=115200, buffer_bytes=4096, clock=None,
+                 header_every_s=1.0, heartbeat_s=1.0, part_bytes=64, max_delay_s=0.1,
+                 record=False):
+        self.port = port
+        self.clock = clock or default_clock()
+        self.sender = PacedSender(port, baud, buffer_bytes, max_delay_s, self.clock)
+        self.enc = pk.Encoder(clock_us=lambda: int(self.clock() * 1e6))
+        self.decoder = pk.Decoder()
+        self.header_every_s = header_every_s
+        self.heartbeat_s = heartbeat_s
+        self.part_bytes = part_bytes
+        self.record = record
+        self.sent = {}
+        self.offsets = {}
+        self._queue = []            # header parts still to send (indices)
+        self._urgent = True
+        self._last_header = None
+        self._last_hb = None
+        self.n = {"frames_sent": 0, "frames_skipped": 0, "header_repeats": 0,
+                  "header_parts_sent": 0, "header_requests": 0, "heartbeats": 0,
+                  "receiver_heartbeats": 0}
+        self.receiver = None        # fields of the receiver's last HEARTBEAT
+        self.set_header(header, bits)
+
+    def set_header(self, header, bits=None):
+        """A new header (staff header dict, JSON or link header blob): sent before the next frame."""
+        self.blob = pk.link_blob(header)
+        h = linkheader.decode(self.blob)
+        self.header_id = h["id"]
+        self.nrows = len(h["rows"])
+        self.bits = bits or h["bits"]
+        room = max(1, min(self.part_bytes, pk.MAX_PAYLOAD - pk.BY_NAME["HEADER"].size))
+        self._tails = [self.blob[i:i + room] for i in range(0, len(self.blob), room)]
+        # the budget holds the whole header and two frames behind it (never above the buffer)
+        frame_max = 24 + self.nrows * (self.bits // 8) + self.nrows // 8
+        need = len(self.blob) + 30 * (len(self._tails) + 1) + 2 * frame_max
+        s = self.sender
+        s.budget = min(s.buffer_bytes, max(s.budget, need))
+        self._hello = True
+        self._urgent = True
+        self._frame_len = 0
+        self._due_header(True)
+
+    def _due_header(self, urgent=False):
+        self._urgent = self._urgent or urgent
+        if self._queue:
+            return
+        self._queue = list(range(len(self._tails)))
+        self._last_header = self.clock()
+        self.n["header_repeats"] += 1
+
+    def _send_header_parts(self):
+        s = self.sender
+        if self._hello:
+            if not s.send(self.enc.hello(), "hello"):
+                return False
+            self._hello = False
+        parts = len(self._tails)
+        # a scheduled repeat leaves room for the next two frames (it never pushes a frame out);
+        # the first header and one the receiver asked for go first
+        reserve = 0 if self._urgent else 2 * self._frame_len
+        while self._queue:
+            i = self._queue[0]
+            tail = self._tails[i]
+            if s.room() < pk.HEAD_SIZE + 10 + len(tail) + pk.CRC_SIZE + 4 + reserve:
+                return False
+            s.send(self.enc.packet("HEADER", (self.enc.schema, self.header_id, i, parts), tail), "header")
+            self._queue.pop(0)
+            self.n["header_parts_sent"] += 1
+        self._urgent = False
+        return True
+
+    def _read_replies(self):
+        read = getattr(self.port, "read", None)
+        if read is None:
+            return
+        for _ in range(8):
+            try:
+                waiting = getattr(self.port, "in_waiting", 256)
+                data = read(min(max(waiting, 0), 4096)) if waiting else b""
+            except Exception:
+                return
+            if not data:
+                return
+            for p in self.decoder.feed(data):
+                if p.name == "REQUEST" and p.fields["what"] == pk.REQ_HEADER:
+                    self.n["header_requests"] += 1
+                    self._due_header(True)
+                elif p.name == "HEARTBEAT":
+                    self.n["receiver_heartbeats"] += 1
+                    self.receiver = p.fields
+                    if p.fields["header_id"] != self.header_id:
+                        self.n["header_requests"] += 1
+                        self._due_header(True)
+
+    def poll(self):
+        """Read what the receiver said; send due header parts and the heartbeat. Never blocks."""
+        self._read_replies()
+        now = self.clock()
+        if self.header_every_s and now - self._last_header >= self.header_every_s:
+            self._due_header()
+        self._send_header_parts()
+        if self.heartbeat_s and (self._last_hb is None or now - self._last_hb >= self.heartbeat_s):
+            hb = self.enc.heartbeat(int(now * 1000), self.n["frames_sent"], self.n["frames_skipped"],
+                                    pk.STATE_STREAMING, self.header_id)
+            if self.sender.send(hb, "heartbeat"):
+                self._last_hb = now
+                self.n["heartbeats"] += 1
+
+    def frame(self, codes, t_s=None):
+        """Send one frame (codes in header row order, None = missing), stamped t_s (default now)."""
+        self.poll()
+        t_us = int(round((self.clock() if t_s is None else t_s) * 1e6)) % pk.TIME_WRAP_US
+        seq = self.enc.seq
+        pkt = self.enc.frame(codes, self.bits, time_us=t_us)
+        self._frame_len = len(pkt)
+        before = self.sender.counts["bytes"]
+        if self.sender.send(pkt, "frame"):
+            self.n["frames_sent"] += 1
+            if self.record:
+                self.sent[(seq, t_us)] = list(codes)
+                # its bytes' place in the stream written (the 0x00 before it included)
+                self.offsets[(seq, t_us)] = (before - 1, before + len(pkt))
+            return True
+        self.n["frames_skipped"] += 1
+        return False
+
+    def counts(self):
+        out = dict(self.n)
+        out.update(self.sender.counts)
+        return out

@@ -1,0 +1,58 @@
+"""The demo's robot end: the product's LinkBridge (device/servo/bridge.py) driving the robot's
+controller, with a log of every command written (the demo's checks read it; it decides nothing).
+
+    end = open_robot_end(load_robot("khr17-maestro"), maestro_pty_path, clock=lambda: sim[0])
+    reply = end.bridge.feed(bytes_from_the_link); end.bridge.poll()
+    end.commands      # [(clock_s, frame key (seq, time_us) or None, [(channel, units)], perf_s)]
+    end.delivered     # [(frame key, codes)] of every frame the bridge acted on
+
+A physical robot (the `robot` helper's twin) replaces open_driver(...) here and nothing else.
+"""
+
+import time
+
+from device.servo.bridge import LinkBridge
+from device.servo.drivers import open_driver
+
+
+class _Logged:
+    """A driver proxy that records every command list whose bytes were written."""
+
+    def __init__(self, driver, end):
+        self._d = driver
+        self._end = end
+
+    def send_positions(self, cmds):
+        self._d.send_positions(cmds)            # OSError propagates: the Player counts it
+        e = self._end
+        e.commands.append((e.clock(), e.bridge.last_key, [(int(c), int(u)) for c, u in cmds],
+                           time.perf_counter()))
+        if e.bridge.last_key is not None:
+            e.delivered.append((e.bridge.last_key, list(e.bridge.last_codes)))
+
+    def __getattr__(self, name):
+        return getattr(self._d, name)
+
+
+class RobotEnd:
+    def __init__(self, robot, port, clock, baud=None, mapping=None):
+        self.robot = robot
+        self.clock = clock
+        self.commands = []
+        self.delivered = []             # (key, codes) of every frame acted on
+        self.raw_driver = open_driver(robot.controller, port, baud=baud or robot.baud, **dict(robot.options))
+        self.bridge = LinkBridge(robot, _Logged(self.raw_driver, self), clock=clock, mapping=mapping)
+
+    def step(self, data):
+        """Bytes that crossed the link -> the bridge; returns its replies (to send back)."""
+        reply = self.bridge.feed(data)
+        self.bridge.poll()
+        return reply
+
+    def close(self):
+        self.bridge.close()
+        self.raw_driver.close()
+
+
+def open_robot_end(robot, port, clock, baud=None, mapping=None):
+    return RobotEnd(robot, port, clock, baud, mapping)

@@ -1,0 +1,101 @@
+"""The compact link header and its assembler: ids keep headers apart, bad headers never raise."""
+
+import binascii
+import pathlib
+import random
+import re
+import struct
+
+from hypothesis import given, settings, strategies as st
+
+from protocol import linkheader as lh, packets as pk, staffheader
+
+SPEC = (pathlib.Path(__file__).resolve().parents[1] / "protocol" / "SPEC.md").read_text()
+
+
+def test_spec_example_is_the_encoder_and_its_id_is_zlib_crc32():
+    m = re.search(r"<!-- linkheader rows=([\w,]+) lo=(-?\d+) hi=(\d+) bits=(\d+) fps=(\d+) id=0x([0-9A-F]+) -->"
+                  r"\s*```\s*([0-9a-f |]+)\n```", SPEC)
+    names, lo, hi, bits, fps, hid, hexs = m.groups()
+    blob = lh.encode([(n, float(lo), float(hi)) for n in names.split(",")], int(bits), float(fps))
+    assert blob == bytes.fromhex(hexs.replace("|", "").replace(" ", ""))
+    assert lh.header_id(blob) == int(hid, 16) == binascii.crc32(blob)   # independent oracle
+    # the layout by hand: version, bits, fps in mHz, rows, then lo/hi f32 + name
+    assert blob[:8] == struct.pack("<BBIH", 1, 8, 30000, 2)
+    assert struct.unpack_from("<ff", blob, 8) == (-10.0, 150.0)
+
+
+def test_round_trip_from_a_staff_header_without_the_skeleton():
+    rows = [{"name": "joint_%d" % i, "unit": "deg", "lo": -90.0 - i, "hi": 90.0 + 0.25 * i} for i in range(48)]
+    h = staffheader.make(rows, fps=30.0, bits=16)
+    blob = lh.from_staff(h)
+    assert len(blob) < 1000
+    d = lh.decode(blob)
+    assert d["bits"] == 16 and d["fps"] == 30.0 and len(d["rows"]) == 48
+    for r, g in zip(rows, d["rows"]):
+        assert g["name"] == r["name"] and g["lo"] == struct.unpack("<f", struct.pack("<f", r["lo"]))[0]
+
+
+def _parts(blob, enc, size=40):
+    d = pk.Decoder()
+    return d.feed(b"".join(enc.header(blob, part_bytes=size)))
+
+
+def _blob(n, lo=-90.0):
+    return lh.encode([("r%d" % i, lo, 90.0) for i in range(n)], 8, 30.0)
+
+
+def test_parts_of_two_headers_never_join():
+    enc = pk.Encoder(clock_us=lambda: 0)
+    a, b = _blob(8, -90.0), _blob(8, -45.0)      # same size, same part count, other ranges
+    pa, pb = _parts(a, enc), _parts(b, enc)
+    assert len(pa) == len(pb) > 2
+    asm = pk.HeaderAssembler()
+    spliced = pa[:2] + pb[2:]
+    assert [asm.add(p) for p in spliced] == [None] * len(spliced)
+    assert asm.restarts == 1 and asm.assembled == 0
+    got = [g for g in (asm.add(p) for p in pb) if g is not None]
+    assert len(got) == 1 and got[0]["id"] == lh.header_id(b) and got[0]["rows"][0]["lo"] == -45.0
+
+
+def test_a_header_whose_bytes_do_not_hash_to_its_id_is_counted_not_raised():
+    enc = pk.Encoder(clock_us=lambda: 0)
+    blob = bytearray(_blob(4))
+    hid = lh.header_id(bytes(blob))
+    blob[9] ^= 1                                 # damage that a CRC of the packet would not see
+    p = pk.Decoder().feed(pk.encode("HEADER", 0, 0, (pk.SCHEMA, hid, 0, 1), bytes(blob)))[0]
+    asm = pk.HeaderAssembler()
+    assert asm.add(p) is None and asm.bad == 1
+    junk = b"\x07" * 30                          # hashes to its id but does not decode
+    p = pk.Decoder().feed(pk.encode("HEADER", 0, 0, (pk.SCHEMA, lh.header_id(junk), 0, 1), junk))[0]
+    assert asm.add(p) is None and asm.bad == 2
+    p = pk.Decoder().feed(pk.encode("HEADER", 0, 0, (pk.SCHEMA, 5, 3, 2), b"x"))[0]   # part >= parts
+    assert asm.add(p) is None and asm.bad == 3
+
+
+def test_memory_is_bounded():
+    enc = pk.Encoder(clock_us=lambda: 0)
+    asm = pk.HeaderAssembler(max_bytes=500)
+    got = [asm.add(p) for p in _parts(_blob(100), enc, size=200)]
+    assert got == [None] * len(got) and asm.too_big >= 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6)), min_size=1, max_size=40),
+       st.integers(0, 2 ** 31))
+def test_any_mix_of_parts_yields_only_whole_real_headers(picks, seed):
+    """Parts of four headers (two with the same part count), shuffled, repeated, or damaged:
+    whatever the assembler returns is one of the four, byte for byte."""
+    rng = random.Random(seed)
+    enc = pk.Encoder(clock_us=lambda: 0)
+    blobs = [_blob(8, -90.0), _blob(8, -10.0), _blob(3), _blob(20)]
+    parts = [_parts(b, enc, 30) for b in blobs]
+    truth = dict((lh.header_id(b), lh.decode(b)) for b in blobs)
+    asm = pk.HeaderAssembler()
+    for h, k in picks:
+        ps = parts[h]
+        p = ps[k % len(ps)]
+        if rng.random() < 0.1:
+            p.tail = bytes(rng.randrange(256) for _ in p.tail)
+        got = asm.add(p)
+        assert got is None or truth[got["id"]] == got
