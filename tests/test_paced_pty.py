@@ -81,6 +81,22 @@ def test_a_line_too_slow_for_the_frames_skips_whole_frames_only():
     rig.close()
 
 
+def test_a_saturated_line_still_repeats_the_header_every_second():
+    t = [0.0]
+    twin = SerialTwin(clock=lambda: t[0])
+    port = serial.serial_for_url(twin.path, baudrate=115200, timeout=0, write_timeout=0)
+    out = PacketOutput(port, _header(48), clock=lambda: t[0])
+    for k in range(1500):                      # 300 frames/s asked, 190 fit
+        out(k, t[0], None, [k % 256] * 48)
+        t[0] += 1.0 / 300
+        twin.pump()
+    c = out.counts()
+    assert c["header_repeats"] >= 5 and c["sent_header"] >= 5 * len(out.link._tails)
+    assert c["frames_skipped"] > 0 and twin.counts["overrun_bytes"] == 0
+    port.close()
+    twin.close()
+
+
 def test_the_old_unpaced_write_overruns_the_real_buffer():
     # an oracle for the twin: writing a burst beyond 4 KiB at once is what the issue saw fail
     t = [0.0]

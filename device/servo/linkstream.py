@@ -120,6 +120,8 @@ class LinkStreamer:
         now = self.clock()
         if self.header_every_s and now - self._last_header >= self.header_every_s:
             self._due_header()
+        if self._queue and now - self._last_header > 0.25:
+            self._urgent = True     # a full line never starves the repeat: frames wait for it
         self._send_header_parts()
         if self.heartbeat_s and (self._last_hb is None or now - self._last_hb >= self.heartbeat_s):
             hb = self.enc.heartbeat(int(now * 1000), self.n["frames_sent"], self.n["frames_skipped"],
