@@ -116,3 +116,19 @@ def run_script(code, extra=(), until_s=60.0, **kw):
         raise PicoError("script did not finish on the Pico (stopped: %s):\n%s" % (res["stopped"], res["usb"][-3000:]))
     res["out"] = res["usb"].split(END)[0]
     return res
+
+
+def golden(names):
+    """{name: (result, emulated ms, heap bytes kept)} of golden cases run on the emulated Pico."""
+    extra = [("/golden_cases.py", open(os.path.join(HERE, "golden_cases.py"), "rb").read()),
+             ("/pico_golden.py", open(os.path.join(HERE, "pico_golden.py"), "rb").read())]
+    res = run_script("import pico_golden\npico_golden.main(%r)\n" % list(names), extra=extra, until_s=120)
+    out = {}
+    for line in res["out"].splitlines():
+        if line.startswith("@@ "):
+            _, name, ms, rest = line.split(" ", 3)
+            if ms == "ERR":
+                raise PicoError("golden case %s on the Pico: %s" % (name, rest))
+            heap, text = rest.split(" ", 1)
+            out[name] = (json.loads(text), int(ms), int(heap))
+    return out
