@@ -88,6 +88,7 @@ def hold_run():
     b = _frames(enc, 1.25, 5, seed=2)
     uart += [(t, f) for t, _, f in b]
     res = pico.run(pico.receiver_files(_cfg("hold")), uart=uart, until_s=1.55)
+    res["uart"], res["cfg"] = uart, _cfg("hold")
     return res, a, b
 
 
@@ -177,6 +178,7 @@ def release_run():
     b = _frames(enc, 1.0, 4, seed=6)
     uart += [(t, f) for t, _, f in b]
     res = pico.run(pico.receiver_files(_cfg("release")), uart=uart, until_s=1.25)
+    res["uart"], res["cfg"] = uart, _cfg("release")
     return res, a, b
 
 
@@ -189,3 +191,77 @@ def test_torque_off_stops_pulses_then_recovers(release_run):
         stops = [t for t, p, w in res["pulses"] if p == pin and w == 0]
         assert stops and last * 1e9 < stops[0] <= deadline_ns, (pin, stops)
     _check_frames(res, b)      # the next frames bring the pulses back
+
+
+def _twin_at(twin, pin, t_s):
+    w = None
+    for t_ms, p, d in twin:
+        if p == pin and t_ms <= t_s * 1000:
+            w = d
+    return w
+
+
+@pytest.mark.parametrize("run", ["hold_run", "release_run"])
+def test_cpython_twin_gives_the_pico_s_pulses(run, request):
+    """device/servo/emulate/native.py (the firmware on CPython) against the Pico, same bytes."""
+    res, a, b = request.getfixturevalue(run)
+    twin = pico.twin_pulses(res["cfg"], res["uart"], 1.6)
+    checked = 0
+    for t, _, _ in a + b:
+        for pin in PINS:
+            got, want = width_at(res, pin, t + FRAME_S - 0.002), _twin_at(twin, pin, t + FRAME_S - 0.002)
+            assert want is not None and abs(got - want) <= TICK_NS, (run, t, pin, got, want)
+            checked += 1
+    assert checked == 4 * len(a + b)
+    if run == "release_run":
+        # torque off: the twin's duty goes to 0 when the Pico's pulses stop (within a period)
+        for pin in PINS:
+            t_twin = [t for t, p, d in twin if p == pin and d == 0 and t > 500][0]
+            t_pico = [t for t, p, w in res["pulses"] if p == pin and w == 0][0] / 1e6
+            assert abs(t_pico - t_twin) <= PERIOD_NS / 1e6 + 2, (pin, t_pico, t_twin)
+
+
+FUZZ_PINS = tuple(range(2, 14))
+
+
+@pytest.fixture(scope="module")
+def fuzz_run():
+    from tools import linkfuzz
+
+    pico.require()
+    cfg = linkfuzz.config("hold")
+    cfg["heartbeat_ms"] = 0
+    for s, pin in zip(cfg["servos"], FUZZ_PINS):
+        s["pin"], s["max_vel_dps"] = pin, 100000.0
+    enc = pk.Encoder(clock_us=lambda: 0)
+    gen_head = b"".join(enc.header(_header14()))
+    uart = [(T0, gen_head)]
+    fz, t_end = pico.fuzz_uart(40, seed=7, t0_s=T0 + 0.1)
+    uart += fz
+    # afterwards: a clean header and frame, and a HELLO: the firmware is alive and right
+    uart += [(t_end + 0.1, gen_head), (t_end + 0.2, enc.frame([200] * 14)), (t_end + 0.3, enc.hello())]
+    res = pico.run(pico.receiver_files(cfg), uart=uart, until_s=t_end + 0.45)
+    return res, cfg, uart, t_end
+
+
+def _header14():
+    return {"format": "motionstaff", "version": 1, "fps": 30.0, "bits": 8, "frames": 0,
+            "rows": [{"name": "r%d" % i, "unit": "deg", "lo": -90.0, "hi": 90.0, "wrap": False}
+                     for i in range(14)], "skeleton": None, "source": "", "captured": ""}
+
+
+def test_fuzzed_stream_every_pulse_is_the_twin_s_and_the_firmware_survives(fuzz_run):
+    res, cfg, uart, t_end = fuzz_run
+    assert res["overruns"] == 0 and "Traceback" not in res["usb"], res["usb"][-500:]
+    twin = pico.twin_pulses(cfg, uart, t_end + 0.45)
+    lo, hi = 900000, 2100000
+    for pin in FUZZ_PINS:
+        got = [w for _, p, w in res["pulses"] if p == pin]
+        want = [d for _, p, d in twin if p == pin]
+        assert got and all(w == 0 or lo - TICK_NS <= w <= hi + TICK_NS for w in got)
+        assert pico.is_subsequence(got, want, TICK_NS), (pin, got[:8], want[:8])
+        # the clean frame after the fuzz: 200 of 255 over -90..90 deg, 10 us per deg
+        assert abs(width_at(res, pin, t_end + 0.29) - (1500 + 10 * (-90 + 200 * 180 / 255)) * 1000) <= TICK_NS
+    replies = [p for p in pk.Decoder().feed(b"".join(d for t, d in res["tx"] if t > (t_end + 0.3) * 1e9))
+               if p.name == "HEARTBEAT"]
+    assert len(replies) == 1 and replies[0].fields["state"] == pk.STATE_STREAMING

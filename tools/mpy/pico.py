@@ -132,3 +132,67 @@ def golden(names):
             heap, text = rest.split(" ", 1)
             out[name] = (json.loads(text), int(ms), int(heap))
     return out
+
+
+def twin_pulses(cfg, uart, until_s, poll_ms=1, baud=115200):
+    """The CPython twin (device/servo/emulate/native.py: the same firmware on a stand-in board)
+    fed the same timeline, bytes landing at the line rate: [(t_ms, pin, duty_ns)] changes."""
+    from device.servo.emulate.native import NativeEmulator
+
+    now = [0.0]
+    emu = NativeEmulator(clock=lambda: now[0], config=json.loads(json.dumps(cfg)))
+    emu.t0 = 0.0
+    byte_s = 10.0 / baud
+    arrivals = []
+    busy = 0.0
+    for t, data in sorted(uart, key=lambda x: x[0]):
+        start = max(t, busy)
+        for i in range(len(data)):
+            arrivals.append((start + (i + 1) * byte_s, data[i]))
+        busy = start + len(data) * byte_s
+    pins = [s["pin"] for s in emu.config["servos"]]
+    last = [None] * len(pins)
+    out = []
+    k = 0
+    for step in range(int(until_s * 1000 / poll_ms) + 1):
+        now[0] = step * poll_ms / 1000.0
+        j = k
+        while j < len(arrivals) and arrivals[j][0] <= now[0]:
+            j += 1
+        if j > k:
+            emu.feed(bytes(b for _, b in arrivals[k:j]))
+            k = j
+        else:
+            emu.poll()
+        for i, d in enumerate(emu.pulses_ns()):
+            if d != last[i]:
+                last[i] = d
+                out.append((now[0] * 1000, pins[i], d))
+    return out
+
+
+def is_subsequence(pico_widths, twin_widths, tol_ns):
+    """True if every width the Pico put out appears, in order, among the twin's duties (+-tol)."""
+    j = 0
+    for w in pico_widths:
+        while j < len(twin_widths) and abs(twin_widths[j] - w) > tol_ns:
+            j += 1
+        if j == len(twin_widths):
+            return False
+    return True
+
+
+def fuzz_uart(n, seed, t0_s, bytes_per_ms=1.5):
+    """n fuzzed link packets (tools/linkfuzz.py: spliced headers, wrong row counts, garbage, ...)
+    as a UART timeline from t0_s, paced to bytes_per_ms on average (the Pico's Python decodes
+    about 4 bytes per ms; faster, its 1 KB ring overflows and the twins would see other bytes)."""
+    from tools.linkfuzz import _Gen
+
+    gen = _Gen(seed)
+    t = t0_s
+    out = []
+    for _ in range(n):
+        p = gen.packet()
+        out.append((t, p))
+        t += len(p) / (bytes_per_ms * 1000.0)
+    return out, t
