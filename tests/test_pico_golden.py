@@ -23,7 +23,7 @@ EXACT = ["fxp", "staffheader", "cobs", "crc", "packets", "container", "servo"]
 @pytest.fixture(scope="module")
 def on_pico():
     pico.require()
-    return pico.golden(EXACT + ["staffcodec", "ekf_q.small"])
+    return pico.golden(EXACT + ["staffcodec", "ekf_q.small", "servo_map"])
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -56,3 +56,16 @@ def test_staffcodec_codes_identical_floats_single_precision(on_pico):
             else:
                 # float32: 24-bit mantissa; the decode takes a few roundings
                 assert abs(_f(a) - _f(b)) <= 4 * 2.0 ** -24 * max(abs(_f(b)), span), (a, b)
+
+
+def test_receiver_pulses_equal_cpython_to_the_microsecond(on_pico):
+    """The header-time fold (floats: single precision on the Pico) moves no pulse by 1 us."""
+    import pico_golden
+    from device.servo.emulate.board import Board
+
+    got = on_pico["servo_map"][0]
+    want = pico_golden.servo_map(Board())
+    assert len(got) == len(want) == 30
+    diff = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w))
+    assert diff <= 1, diff             # ns (single-precision rounding at header time); < 1 us
+    print("max |Pico - CPython| pulse: %d ns" % diff)

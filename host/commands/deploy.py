@@ -5,7 +5,10 @@
 
 --receiver (the default) copies the servo receiver firmware with the protocol modules it imports,
 a receiver.json made from the robot description (or --config), and /main.py so that it starts
-at boot. --core copies protocol/ and device/core/ (the fixed-point EKF). Library modules are
+at boot. --core copies the protocol modules a capture node needs (codec, packets, container,
+header). It no longer copies the fixed-point EKF (device/core/ekf_q.py): on the rp2 port its
+Q20/Q30/Q40 ints are heap long ints, and a step allocates 66 KB for 6 joints and more than
+the free heap for 48 (benchmarks/micropython.py), so no Pico firmware runs it. Library modules are
 precompiled with mpy-cross (the board then skips compiling: less RAM at import), main.py stays
 source (MicroPython boots /main.py). Copies go through mpremote (PyPI), one chained command.
 """
@@ -24,8 +27,7 @@ HELP = "copy the MicroPython receiver firmware or core to a board (mpremote, mpy
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECEIVER_ENTRY = ("device.firmware.receiver", "device.firmware.config")
-CORE_ENTRY = ("device.core.ekf_q", "device.core.fxp", "protocol.staffcodec", "protocol.packets",
-              "protocol.container", "protocol.staffheader")
+CORE_ENTRY = ("protocol.staffcodec", "protocol.packets", "protocol.container", "protocol.staffheader")
 # controller units -> microseconds, for robots whose servos the receiver can drive as PWM
 US_PER_UNIT = {"native": 1.0, "pico": 1.0, "pwm": 1.0, "ssc32": 1.0, "maestro": 0.25}
 
@@ -34,7 +36,7 @@ def add_arguments(p):
     p.add_argument("--port", required=True, help="the board's serial port (mpremote connect PORT)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--receiver", action="store_true", help="the servo receiver firmware (default)")
-    g.add_argument("--core", action="store_true", help="protocol/ and the fixed-point core only")
+    g.add_argument("--core", action="store_true", help="the protocol modules only (no EKF: see docs/micropython.md)")
     p.add_argument("--robot", help="robot description (name or JSON) to make /receiver.json from")
     p.add_argument("--mapping", help="which of the robot's row mappings to use")
     p.add_argument("--pins", help="comma-separated GPIO pins, one per servo (default: servo ids)")

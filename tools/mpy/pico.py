@@ -196,3 +196,15 @@ def fuzz_uart(n, seed, t0_s, bytes_per_ms=1.5):
         out.append((t, p))
         t += len(p) / (bytes_per_ms * 1000.0)
     return out, t
+
+
+def bench_script(code, uart=(), until_s=120):
+    """Run code using tools/mpy/pico_bench.py on the Pico; {tag: parsed JSON} of its @@ lines."""
+    extra = [("/pico_bench.py", open(os.path.join(HERE, "pico_bench.py"), "rb").read())]
+    res = run_script(code, extra=extra, uart=uart, until_s=until_s)
+    out = {}
+    for line in res["out"].splitlines():
+        if line.startswith("@@") and " " in line:
+            tag, text = line[2:].split(" ", 1)
+            out[tag] = json.loads(text)
+    return out, res

@@ -39,8 +39,32 @@ def dump(v, w):
         w(json.dumps(v))
 
 
+def servo_map(machine):
+    """The receiver's pulse for codes across header ranges: its header-time math is in floats
+    (single precision on the Pico), its per-frame math in ints. [[target_ns, ...], ...]"""
+    from device.firmware.servos import ServoBank
+
+    servos = [{"name": "s%d" % i, "pin": 2 + i, "row": "r%d" % i, "neutral_us": (1500, 1472.5, 1333.3, 1600)[i],
+               "direction": (1, -1, 1, -1)[i], "us_per_deg": (10.0, 11.111, 7.3, 2000.0 / 270)[i],
+               "min_us": 500, "max_us": 2500, "scale": (1.0, 0.5, -1.3, 1.0)[i],
+               "offset_deg": (0.0, 12.5, -3.7, 0.1)[i]} for i in range(4)]
+    bank = ServoBank(servos, machine)
+    out = []
+    for lo, hi, bits in ((-90.0, 90.0, 8), (-0.05, 0.3, 16), (-180.0, 180.0, 16), (12.34, 56.78, 8),
+                         (-135.0, 135.0, 16)):
+        bank.map_rows([{"name": "r%d" % i, "lo": lo, "hi": hi} for i in range(4)], bits)
+        top = (1 << bits) - 1
+        for code in (0, 1, top // 3, top // 2, top - 1, top):
+            bank.set_targets([code] * 4, [False] * 4, 4)
+            out.append(list(bank.target_ns))
+    for p in bank.pwm:
+        p.duty_ns(0)
+    return out
+
+
 # a part of a case, for a run that cannot afford the whole (ekf_q's 48 joints: ~7 s emulated)
-PARTS = (("ekf_q.small", lambda: golden_cases.ekf_run(6, 40, 3)),)
+PARTS = (("ekf_q.small", lambda: golden_cases.ekf_run(6, 40, 3)),
+         ("servo_map", lambda: servo_map(__import__("machine"))))
 
 
 def main(names=None):
