@@ -47,7 +47,7 @@ MESSAGES = (
     (0x01, "HELLO", "<BIH", ("version", "schema", "max_payload"), None, False),
     (0x02, "HEADER", "<IIBB", ("schema", "header_id", "part", "parts"), "linkheader", False),
     (0x03, "HEARTBEAT", "<IIIBI", ("uptime_ms", "frames", "dropped", "state", "header_id"), None, True),
-    (0x04, "REQUEST", "<BI", ("what", "header_id"), None, True),
+    (0x04, "REQUEST", "<BII", ("what", "header_id", "missing"), None, True),
     (0x10, "FRAME8", "<", (), "codes_u8", True),
     (0x11, "FRAME8M", "<H", ("rows",), "mask_codes_u8", True),
     (0x12, "FRAME16", "<", (), "codes_u16le", True),
@@ -59,8 +59,9 @@ MESSAGES = (
 )
 RESERVED = ((0x24, 0x2F, "download"), (0x30, 0x3F, "control"), (0x40, 0xFF, "future"))
 
-# REQUEST.what
+# REQUEST.what, and REQUEST.missing meaning "every part"
 REQ_HEADER = 1
+ALL_PARTS = 0xFFFFFFFF
 
 # heartbeat states
 STATE_IDLE = 0
@@ -355,9 +356,12 @@ class Encoder:
                                          dropped & 0xFFFFFFFF, state, header_id & 0xFFFFFFFF),
                            b"", time_us)
 
-    def request_header(self, have_id=0, time_us=None):
-        """A receiver's REQUEST for the header (have_id: the one it holds, 0 = none)."""
-        return self.packet("REQUEST", (REQ_HEADER, have_id & 0xFFFFFFFF), b"", time_us)
+    def request_header(self, have_id=0, missing=ALL_PARTS, time_us=None):
+        """A receiver's REQUEST for the header: have_id = the header it holds (0 = none) or the
+        one it is assembling, missing = bit i set for each part i of it still missing (bit 31:
+        parts 31 and up; ALL_PARTS: send everything)."""
+        return self.packet("REQUEST", (REQ_HEADER, have_id & 0xFFFFFFFF, missing & 0xFFFFFFFF),
+                           b"", time_us)
 
 
 def link_blob(header):
@@ -400,6 +404,17 @@ class HeaderAssembler:
         self.restarts = 0
         self.too_big = 0
         self.assembled = 0
+
+    def wanted(self, held_id=0):
+        """(header_id, missing mask) for a REQUEST: the parts still missing of the header being
+        assembled, or (held_id, ALL_PARTS) when none is under way."""
+        if self._id is None or not self._count:
+            return held_id, ALL_PARTS
+        mask = 0
+        for i in range(self._count):
+            if i not in self._parts:
+                mask |= 1 << (i if i < 31 else 31)
+        return self._id, mask
 
     def add(self, p):
         f = p.fields

@@ -53,7 +53,7 @@ def test_capture_link_flag_streams_the_product_link(capsys):
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     link = summary["link"]
     assert link["frames_sent"] + link["frames_skipped"] == 30 and link["header_repeats"] >= 1
-    got = pk.Decoder().feed(bytes(twin._read_master()))
+    got = pk.Decoder().feed(twin.read_written(link["bytes"]))
     asm = pk.HeaderAssembler()
     heads = [h for h in (asm.add(p) for p in got if p.name == "HEADER") if h is not None]
     assert heads and len(heads[0]["rows"]) == 18

@@ -67,7 +67,8 @@ def test_native_receiver_never_acts_on_a_corrupted_frame(seed):
     # one clean frame after the damage is delivered (resynchronised within one packet)
     before = emu.frames
     emu.feed(b"\x00" + drv.encode_positions([(i, 1500) for i in range(12)]))
-    assert emu.frames == before + 1 and emu.positions[0] == 1500
+    # (a valid frame still waiting for its delimiter is completed by the 0x00 too)
+    assert before + 1 <= emu.frames <= before + 2 and emu.positions[0] == 1500
 
 
 def test_truncated_native_packets_are_dropped():
@@ -108,6 +109,7 @@ def test_port_disappears_and_comes_back():
     from device.body.human import human_model
     p = Player(robot, drv, row_names=human_model().dof_names, clock=lambda: t[0])
     p.start()
+    t[0] += 0.02                                       # the limiter moves in the player's time
     p.send_frame({"l_knee_flex": 5.0}, 0.01)
     assert emu.wait_for(lambda e: e.positions.get(14) is not None and e.positions[14] < 2048, 5.0)
     srv.disconnect()                                   # unplugged

@@ -99,3 +99,43 @@ def test_any_mix_of_parts_yields_only_whole_real_headers(picks, seed):
             p.tail = bytes(rng.randrange(256) for _ in p.tail)
         got = asm.add(p)
         assert got is None or truth[got["id"]] == got
+
+
+def test_a_request_names_the_missing_parts_and_only_those_are_resent():
+    from device.servo.linkstream import LinkStreamer
+
+    class Port:
+        def __init__(self):
+            self.out, self.inq = bytearray(), b""
+
+        def write(self, b):
+            self.out += b
+            return len(b)
+
+        def read(self, n):
+            got, self.inq = self.inq[:n], self.inq[n:]
+            return got
+
+    t = [0.0]
+    port = Port()
+    blob = _blob(20)
+    ls = LinkStreamer(port, blob, 8, clock=lambda: t[0], part_bytes=30)
+    ls.poll()
+    parts = [p for p in pk.Decoder().feed(bytes(port.out)) if p.name == "HEADER"]
+    n = len(parts)
+    asm = pk.HeaderAssembler()
+    for p in parts:
+        if p.fields["part"] not in (1, 4):          # two parts hit on the line
+            assert asm.add(p) is None
+    hid, missing = asm.wanted()
+    assert hid == lh.header_id(blob) and missing == (1 << 1) | (1 << 4)
+    assert pk.HeaderAssembler().wanted(7) == (7, pk.ALL_PARTS)
+    del port.out[:]
+    port.inq = pk.Encoder(clock_us=lambda: 0).request_header(hid, missing)
+    t[0] += 0.01
+    ls.poll()
+    again = [p for p in pk.Decoder().feed(bytes(port.out)) if p.name == "HEADER"]
+    assert [p.fields["part"] for p in again] == [1, 4] and n > 4
+    got = [asm.add(p) for p in again]
+    assert got[-1] is not None and got[-1]["id"] == hid
+    assert ls.counts()["parts_resent"] == 2

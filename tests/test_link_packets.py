@@ -108,7 +108,7 @@ def test_round_trip_every_type():
     assert len(heads) > 1 and all(x is None for x in heads[:-1])
     assert heads[-1]["bits"] == 16 and heads[-1]["fps"] == 30.0 and heads[-1]["id"] == got[1].fields["header_id"]
     assert heads[-1]["rows"] == [{"name": r["name"], "lo": r["lo"], "hi": r["hi"]} for r in h["rows"]]
-    assert got[len(heads) + 1].fields == {"what": pk.REQ_HEADER, "header_id": 0}
+    assert got[len(heads) + 1].fields == {"what": pk.REQ_HEADER, "header_id": 0, "missing": pk.ALL_PARTS}
     frames = [p.frame() for p in got if p.is_frame()]
     assert frames == [(8, [1, 2, 3]), (8, [1, None, 3]), (16, [65535, 0]), (16, [None, 7])]
     assert got[-1].fields == {"req": 9, "code": pk.ERR_NOT_FOUND}

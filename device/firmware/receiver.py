@@ -107,7 +107,8 @@ class Receiver:
         # no usable header: ask for one, at most every request_ms
         if self.last_request_ms is None or _ticks_diff(now_ms, self.last_request_ms) >= self.request_ms:
             self.last_request_ms = now_ms
-            self.uart.write(self.encoder.request_header(self.header_id))
+            hid, missing = self.assembler.wanted(self.header_id)
+            self.uart.write(self.encoder.request_header(hid, missing))
             self.requests += 1
 
     def poll(self, now_ms):

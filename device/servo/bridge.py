@@ -62,8 +62,8 @@ class LinkBridge:
         now = self.clock()
         if self._last_request is None or now - self._last_request >= self.request_s:
             self._last_request = now
-            hid = self.header["id"] if self.header is not None else 0
-            out.append(self.enc.request_header(hid))
+            hid, missing = self.assembler.wanted(self.header["id"] if self.header is not None else 0)
+            out.append(self.enc.request_header(hid, missing))
             self.counts["requests"] += 1
 
     def feed(self, data):

@@ -38,7 +38,7 @@ class LinkStreamer:
         self._last_header = None
         self._last_hb = None
         self.n = {"frames_sent": 0, "frames_skipped": 0, "header_repeats": 0,
-                  "header_parts_sent": 0, "header_requests": 0, "heartbeats": 0,
+                  "header_parts_sent": 0, "header_requests": 0, "parts_resent": 0, "heartbeats": 0,
                   "receiver_heartbeats": 0}
         self.receiver = None        # fields of the receiver's last HEARTBEAT
         self.set_header(header, bits)
@@ -69,6 +69,16 @@ class LinkStreamer:
         self._queue = list(range(len(self._tails)))
         self._last_header = self.clock()
         self.n["header_repeats"] += 1
+
+    def _due_parts(self, mask):
+        # the parts a receiver assembling our header still lacks (bit 31: 31 and up)
+        want = [i for i in range(len(self._tails)) if mask & (1 << (i if i < 31 else 31))]
+        for i in want:
+            if i not in self._queue:
+                self._queue.append(i)
+        if want:
+            self._urgent = True
+            self.n["parts_resent"] += len(want)
 
     def _send_header_parts(self):
         s = self.sender
@@ -106,7 +116,11 @@ class LinkStreamer:
             for p in self.decoder.feed(data):
                 if p.name == "REQUEST" and p.fields["what"] == pk.REQ_HEADER:
                     self.n["header_requests"] += 1
-                    self._due_header(True)
+                    f = p.fields
+                    if f["header_id"] == self.header_id and f["missing"] != pk.ALL_PARTS:
+                        self._due_parts(f["missing"])     # only what it lacks (0: nothing)
+                    else:
+                        self._due_header(True)
                 elif p.name == "HEARTBEAT":
                     self.n["receiver_heartbeats"] += 1
                     self.receiver = p.fields

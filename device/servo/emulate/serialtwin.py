@@ -15,6 +15,8 @@ a Linux pty takes about 20 KiB before write() says EAGAIN, so the twin enforces 
 itself: what is written beyond it is lost and counted (`overrun_bytes`), which is harsher than
 a real driver (that would return a short write), so a sender that passes here fits on the
 hardware. pump() reads the pty at the clock's time: a write is taken as made then, never earlier.
+The kernel hands a pty's bytes to the reader asynchronously (a work queue), so a write may be
+seen one pump later than it was made: runs on a loaded machine can differ by that much.
 Faults act on the line, after the buffer: each byte with probability rate is flipped, dropped
 or followed by 1-8 garbage bytes (rate/3 each); in an unplug window nothing crosses either way
 (the cable is out; what drains from the buffer meanwhile is lost, as on a real line).
@@ -108,6 +110,18 @@ class SerialTwin:
 
     def fill(self):
         return len(self._fifo)
+
+    def read_written(self, n, timeout_s=5.0):
+        """Tests: the next n bytes the product wrote, raw (the kernel hands a pty's bytes over
+        asynchronously, so this waits on them, with select, up to timeout_s for each chunk)."""
+        import select
+        got = bytearray()
+        while len(got) < n:
+            r, _, _ = select.select([self.master], [], [], timeout_s)
+            if not r:
+                break
+            got += self._read_master()
+        return bytes(got)
 
     def _read_master(self):
         got = bytearray()
