@@ -132,21 +132,24 @@ def main(nfuzz):
     print("   rp2040js 1.4.1 at 125 MHz, cycle-counted; times in emulated us read by time.ticks_us")
     k = kernels()
     rc = k["receiver"]
-    nfr = float(len(rc["us"]))               # polls that used exactly one frame, then idled
+    nfr = float(len(rc["us"]))               # polls that used exactly one frame
     per_frame = sum(rc["us"]) / nfr
     heap_frame = sum(rc["heap"]) / nfr
-    idle = sum(rc["idle_us"]) / float(len(rc["idle_us"]))
+    idles = [x for x in rc["idle_us"] if x >= 0]
+    idle = sum(idles) / float(len(idles)) if idles else float("nan")
     print()
     print("%-56s %10s %10s" % ("kernel (emulated RP2040)", "us", "heap B"))
     print("%-56s %10.0f %10.1f" % ("receiver chain per frame, %d servos (UART0 -> PWM)" % NSERVO, per_frame, heap_frame))
-    print("%-56s %10.0f %10s" % ("receiver idle poll, %d servos (nothing waiting)" % NSERVO, idle, "0"))
+    if idles:
+        print("%-56s %10.0f %10s" % ("receiver idle poll, %d servos (nothing waiting)" % NSERVO, idle, "0"))
     print("%-56s %10.0f %10.1f" % ("staff frame encode + packet, 48 rows (floats: boxed)", k["codec"]["us"], k["codec"]["heap"]))
     for d in (6, 48):
         e = k["ekf%d" % d]
         heap = "%d" % e["heap"] if e["heap"] is not None else "> %d" % e["free"]
         print("%-56s %10.0f %10s" % ("fixed-point EKF step, %d joints (Q20/Q30/Q40: long ints)" % d,
                                      min(e["us"]), heap))
-    print("  (%d poll(s) timed that used exactly one frame and were followed by an idle one)" % nfr)
+    print("  (%d polls timed that used exactly one frame; per frame: min %d, max %d us)"
+          % (nfr, min(rc["us"]), max(rc["us"])))
     print("receiver chain at 50 Hz: %.1f ms per 20 ms frame = %.0f%% of the RP2040 "
           "(goal < 20%%, < 4 ms): %s; heap per frame %.0f B (goal 0): %s"
           % (per_frame / 1000.0, 100 * per_frame / 20000.0, "yes" if per_frame < 4000 else "NO",

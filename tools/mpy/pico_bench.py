@@ -55,11 +55,12 @@ def receiver(nservo=18, nframes=40, frame_len=0):
             seen = rx.reader.frames
             t = time.ticks_us()
             rx.poll(time.ticks_ms())             # the next pass (idle unless a frame came)
+            idle = rx.reader.frames == seen
             di = time.ticks_diff(time.ticks_us(), t)
-            if used == 1 and rx.reader.frames == seen:
+            if used == 1:
                 us[got] = dt
                 heap[got] = dh
-                idle_us[got] = di
+                idle_us[got] = di if idle else -1
                 got += 1
             deltas.append(used)
             seen = rx.reader.frames
