@@ -118,3 +118,15 @@ def test_home_takes_its_wall_time():
     assert len(drv.sent) - n0 >= int(far / robot.ramp_vel_dps / 0.01) - 1
     _check(robot, drv)
     assert math.isfinite(far) and far > 10
+
+
+def test_settle_runs_the_home_move_to_its_end_on_the_clock():
+    robot, clk, drv, names, p = _started()
+    for k in range(100):
+        clk.t += 0.02
+        p.send_frame([40.0] * len(names))
+    p._sleep = lambda d: setattr(clk, "t", clk.t + d)     # a sleep that advances the fake clock
+    p.failsafe("home")
+    p.settle()
+    assert p.limiter.at([s.home_deg for s in robot.servos], 0.01)
+    _check(robot, drv)

@@ -61,10 +61,12 @@ class PlayerOutput:
             self.player.start()
             self.started = True
         self.player.send_frame([float("nan") if v is None else v for v in values], t_s)
+        self.player.poll()
 
     def close(self):
         if self.started:
             self.player.failsafe()
+            self.player.settle()        # a home move runs to its end at the ramp velocity
 
 
 def make_output(spec, header, skeleton, rate_hz=30.0):

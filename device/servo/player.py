@@ -197,6 +197,14 @@ class Player:
             self.stats["send_errors"] += 1
         self.failsafe_action = action
 
+    def settle(self, timeout_s=10.0):
+        """Run an engaged failsafe to its end (a home move, a torque off the line had no room
+        for), one step a period on the player's clock and sleep; at most timeout_s."""
+        end = self.clock() + timeout_s
+        while self.in_failsafe and (self._homing or self._torque_pending) and self.clock() < end:
+            self._sleep_until(self.clock() + self.period_s)
+            self.poll()
+
     # --- a whole staff --------------------------------------------------------------------------
     def _sleep_until(self, deadline):
         d = deadline - self.clock()
