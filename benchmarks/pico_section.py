@@ -181,7 +181,7 @@ def main(nfuzz):
     rows = golden()
     print("golden vectors on the rp2 port (one boot):")
     for name, eq, ms, heap in rows:
-        print("  %-12s %-9s %8d ms emulated %8d B kept" % (name, "EQUAL" if eq else "differs", ms, heap))
+        print("  %-12s %-9s %8d ms emulated %8d B heap taken (garbage included)" % (name, "EQUAL" if eq else "differs", ms, heap))
     print("  equal: %d/%d (staffcodec: codes equal, its floats are single precision on the Pico)"
           % (sum(1 for r in rows if r[1]), len(rows)))
     return 0
