@@ -129,3 +129,57 @@ def test_missing_or_corrupt_firmware_and_no_node(tmp_path, capsys, monkeypatch):
     monkeypatch.undo()
     assert cli.main(["emulate", "pico"]) == 2
     assert "give --robot NAME or --config" in capsys.readouterr().err
+
+
+def test_emulate_pico_pty_end_to_end(tmp_path):
+    """`motionstaff emulate pico`: a pty onto the emulated Pico's UART0; the log has its pulses."""
+    import signal
+    import sys
+    import time
+
+    import serial
+
+    from protocol import packets as pk
+
+    pico.require()
+    cfg = dict(CFG, failsafe={"timeout_ms": 5000, "action": "hold"}, heartbeat_ms=0,
+               servos=[dict(sv, max_vel_dps=100000.0) for sv in CFG["servos"]])
+    path = _write(tmp_path, cfg)
+    log = tmp_path / "servos.csv"
+    p = subprocess.Popen([sys.executable, "-m", "host.cli", "emulate", "pico", "--config", path,
+                          "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        port = p.stdout.readline().decode().strip()      # printed once the firmware is up
+        assert port.startswith("/dev/"), p.stderr.read().decode()
+        s = serial.Serial(port, 115200, timeout=0.2)
+        enc = pk.Encoder(clock_us=lambda: 0)
+        rows = [{"name": "r0", "unit": "deg", "lo": -90.0, "hi": 90.0, "wrap": False},
+                {"name": "r1", "unit": "deg", "lo": -90.0, "hi": 90.0, "wrap": False}]
+        s.write(b"".join(enc.header({"format": "motionstaff", "version": 1, "fps": 20.0, "bits": 8,
+                                     "frames": 0, "rows": rows, "skeleton": None, "source": "",
+                                     "captured": ""})))
+        s.write(enc.frame([0, 255]))
+        s.write(enc.hello())
+        got, beats = b"", []
+        end = time.monotonic() + 120
+        while not beats and time.monotonic() < end:       # the reply comes when the Pico gets there
+            got += s.read(64)
+            beats = [q for q in pk.Decoder().feed(got) if q.name == "HEARTBEAT"]
+        assert beats and beats[0].fields["frames"] == 1
+        def widths():
+            rows = log.read_text().splitlines()[1:]
+            return dict((int(r.split(",")[1]), float(r.split(",")[2])) for r in rows if r.count(",") == 2)
+
+        # code 0 of -90..90 deg on servo a: 1500 - 900 = 600 us -> min 800; 255 on b: 1450 + 855 -> 2100
+        want = {2: 800.0, 7: 2100.0}
+        while time.monotonic() < end and any(abs(widths().get(k, 0) - v) >= 0.5 for k, v in want.items()):
+            s.read(64)                                     # the pulses follow within a period
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "pulse changes" in err.decode()
+    lines = log.read_text().splitlines()
+    assert lines[0] == "time_s,pin,pulse_us"
+    got = widths()
+    assert abs(got[2] - 800.0) < 0.5 and abs(got[7] - 2100.0) < 0.5, got
