@@ -100,6 +100,7 @@ def run(args):
         summary = player._summary(0, 0.0)
     finally:
         player.failsafe("torque_off" if robot.failsafe_action == "torque_off" else None)
+        player.settle()             # "home": the move runs to its end at the ramp velocity
         if bar is not None:
             bar.close()
         driver.close()
