@@ -1,6 +1,8 @@
-"""MicroPython vs CPython, side by side: the fixed-point EKF, frame encoding, the receiver chain.
+"""MicroPython vs CPython, side by side: the fixed-point EKF, frame encoding, the receiver chain;
+then the same firmware on the real rp2 port, on an emulated RP2040 (rp2040js, 125 MHz).
 
     python benchmarks/micropython.py            # needs tools/setup_mpy.sh (Node + the npm port)
+    python benchmarks/micropython.py --pico-only --fuzz 10000
 
 The same kernels (tools/mpy/bench_cases.py) run on CPython (this process) and on the
 MicroPython WebAssembly port 1.27 (Node), best of 3. Prints us per operation, the ratio, and the
@@ -17,6 +19,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "tools", "mpy"))
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
 from tools.mpy_run import MpySession, SESSION_FILES, available  # noqa: E402
 import sim_machine  # noqa: E402
@@ -42,11 +45,25 @@ def float_twin_48(reps=3, n=20):
     return best
 
 
-def main():
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pico-only", action="store_true", help="only the emulated RP2040 section")
+    ap.add_argument("--fuzz", type=int, default=1000, help="fuzzed packets into the emulated Pico")
+    a = ap.parse_args(argv)
     ok, why = available()
     if not ok:
         print("benchmarks/micropython.py: %s" % why)
         return 1
+    if not a.pico_only:
+        wasm_section()
+    import pico_section
+
+    return pico_section.main(a.fuzz)
+
+
+def wasm_section():
     cpy = {"ekf48": bench_cases.ekf48(), "encode48": bench_cases.encode48(),
            "receiver18": bench_cases.receiver18()[0]}
     with MpySession(files=FILES) as mp:
@@ -71,7 +88,6 @@ def main():
     print("receiver heap per steady-state frame (MP-wasm): %.1f bytes (heap_lock held: %s)" % (heap, locked))
     print("goals: EKF >= 300 steps/s on CPython: %s; receiver >= 30 fps on MP-wasm: %s"
           % ("yes" if 1e6 / cpy["ekf48"] >= 300 else "NO", "yes" if 1e6 / mpy["receiver18"] >= 30 else "NO"))
-    return 0
 
 
 if __name__ == "__main__":

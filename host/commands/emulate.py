@@ -7,6 +7,7 @@
 --physics ROBOT puts the robot's MuJoCo twin (host/physics) behind the servos, stepped in
 real time (wall-clock paced) in the background: Present Position, Load and Moving come from
 the simulated joints; goals, torque enable and profiles drive its servo models.
+    motionstaff emulate pico --robot myrobot --log servos.csv   # the real firmware on an emulated RP2040
 
 Serves until SIGINT/SIGTERM (SIGUSR1 writes the log at once), then writes the timeline (time, servo, position in controller
 units and in degrees; .csv or .json) and prints a one-line summary on stderr.
@@ -21,13 +22,15 @@ HELP = "emulate a servo controller behind a pseudo-terminal and record what it i
 
 def add_arguments(p):
     from device.servo.emulate import EMULATORS
-    p.add_argument("controller", choices=sorted(n for n in EMULATORS if n != "pca9685"))
+    p.add_argument("controller", choices=sorted([n for n in EMULATORS if n != "pca9685"] + ["pico"]))
     p.add_argument("--log", help="write the timeline here on exit (.csv or .json)")
     p.add_argument("--ids", default="1-20", help="bus servo ids present (bus controllers), e.g. 1-20")
     p.add_argument("--serial-timeout", type=float, default=0.0,
                    help="Maestro serial timeout in s (0 = off), bus watchdog ticks for Dynamixel")
     p.add_argument("--physics", metavar="ROBOT",
                    help="a simulated robot body behind the servos (op3-dynamixel, so101-feetech)")
+    from host import pico_emulator
+    pico_emulator.add_arguments(p)   # pico: --robot/--config/--firmware (host/pico_emulator.py)
 
 
 def _ids(text):
@@ -43,11 +46,29 @@ def _ids(text):
     return out
 
 
+def _run_pico(args):
+    # the emulated RP2040 running our receiver firmware (host/pico_emulator.py)
+    from host import pico_emulator
+    stop = threading.Event()
+    old = [signal.signal(signal.SIGINT, lambda s, f: stop.set()),
+           signal.signal(signal.SIGTERM, lambda s, f: stop.set())]
+    try:
+        rows, pico = pico_emulator.serve(args, stop)
+    finally:
+        signal.signal(signal.SIGINT, old[0])
+        signal.signal(signal.SIGTERM, old[1])
+    print("motionstaff emulate pico: %d pulse changes%s" % (rows, (", log " + args.log) if args.log else ""),
+          file=sys.stderr)
+    return 0
+
+
 def run(args):
-    from device.servo.emulate import make_emulator
-    from device.servo.emulate.pty import PtyServer
     from host.outpaths import check_output
     check_output(args.log, "--log")          # before serving: a session is never lost at exit
+    if args.controller == "pico":
+        return _run_pico(args)
+    from device.servo.emulate import make_emulator
+    from device.servo.emulate.pty import PtyServer
     kw = {}
     if args.controller in ("lx16a", "dynamixel", "feetech", "feetech-scs"):
         kw["ids"] = _ids(args.ids)
