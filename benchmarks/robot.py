@@ -4,17 +4,19 @@
     python benchmarks/robot.py --max-s 6 --clips walk kick
     python benchmarks/robot.py --out docs/benchmarks/robot.txt
 
-For each clip (the first --max-s seconds of the person's motion, default 8 s: the full set runs
-in a few minutes on 2 cores) on the ROBOTIS OP3 and, for its right arm, on the SO-101:
+For each clip (the first --max-s seconds of the person's motion, default 3 s, so the whole set
+runs in minutes on 2 shared cores; the result is slowed down up to 4x and starts with a 1 s
+lead-in from home) on the ROBOTIS OP3 and, for its right arm, on the SO-101:
   row   the description's per-servo row map, the anchor (today's behaviour): "cmu" with each
         CMU joint name found in the clip's own naming (LeftKnee -> LowerLeg_L ...), "human"
         for a C3D capture (markers -> the human model by IK)
   pose  host/retarget/pose.py without balance
   bal   host/retarget/pose.py with balance (OP3)
-Each staff of servo angles is played on the physics twin (tools/robot_sim.py: host/physics twin
-servo models, XM430-W350 / STS3215): fell and fall time, tracking RMS (commanded vs achieved,
-deg), self-collision frames, stance-foot slip (mm; row and pose: while the foot touches the
-floor; bal: while the plan says it stands), retime factor, kinematic pose error (median angle
+Each staff of servo angles is played through the product path (host/physics/simulate.py: the
+player's limiter and ramp, the driver's bytes, the controller emulator, the MuJoCo twin's servo
+models, XM430-W350 / STS3215): fell and fall time, tracking RMS (commanded vs achieved, deg),
+self-collision frames, foot slip (mm: a foot's travel from where it touched down while it stays
+on the floor), retime factor, kinematic pose error (median angle
 between corresponding segment directions; the robot's torso where the IK put it for pose and
 bal, upright for the row copy, which commands none), and the simulation's real-time factor. All figures are from simulation of real recordings.
 """
@@ -34,7 +36,7 @@ from host.formats import read_motion                            # noqa: E402
 from host.retarget.pose import pose_error_deg, retarget_to_robot  # noqa: E402
 from host.retarget.segments import SIDED, match_points, side_and_base  # noqa: E402
 from host.staff import Row, Staff                               # noqa: E402
-from tools.robot_sim import simulate                            # noqa: E402
+from host.physics.simulate import run_simulation               # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SHARED = [os.path.join(REPO, "..", "shared", "data"), os.path.join(REPO, "..", "..", "shared", "data")]
@@ -107,15 +109,16 @@ def run_robot(robot_name, staff, methods):
         t0 = time.perf_counter()
         if method == "row":
             cmd, how = row_copy(staff, robot)
-            stance, retimed, infeasible, root = None, 1.0, [], None
+            res, retimed, infeasible, root, lead = None, 1.0, [], None, 0.0
         else:
             res = retarget_to_robot(staff, robot_name, balance=(method == "bal"))
-            cmd, stance, retimed, infeasible = res.staff, res.contacts, res.retimed, res.infeasible
-            root = res.qpos[:, :7]
-            how = method
+            cmd, retimed, infeasible = res.staff, res.retimed, res.infeasible
+            root, lead, how = res.qpos[:, :7], res.lead_in_s, method
         t_ret = time.perf_counter() - t0
-        err, _ = pose_error_deg(staff, cmd, robot_name, retimed, root)
-        sim = simulate(cmd, robot_name, stance=stance)
+        err, _ = pose_error_deg(staff, cmd, robot_name, retimed, root, lead)
+        # the product path: the player's limiter and ramp, the driver's bytes, the controller
+        # emulator, the physics twin (host/physics/simulate.py)
+        sim = run_simulation(staff, robot_name, retargeted=(cmd, res)).report
         out[method] = dict(sim, pose_error_deg=err, retimed=retimed, infeasible=infeasible,
                            how=how, retarget_s=t_ret)
     return out
@@ -123,7 +126,7 @@ def run_robot(robot_name, staff, methods):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--max-s", type=float, default=8.0, help="seconds of each clip (default 8)")
+    ap.add_argument("--max-s", type=float, default=3.0, help="seconds of each clip (default 3)")
     ap.add_argument("--clips", nargs="*", help="substrings of clip names to run")
     ap.add_argument("--out", help="also write the table here")
     args = ap.parse_args(argv)
@@ -134,10 +137,10 @@ def main(argv=None):
         sys.stdout.flush()
         lines.append(s)
 
-    say("benchmarks/robot.py --max-s %g: the first %g s of every clip; physics: tools/robot_sim.py "
-        "(host/physics twin servo models)" % (args.max_s, args.max_s))
-    say("columns: fell (time s) | pose error median deg | tracking RMS deg | self-collision frames | "
-        "stance-foot slip mm | retime factor | sim real-time factor")
+    say("benchmarks/robot.py --max-s %g: the first %g s of every clip; physics: host/physics/simulate.py "
+        "(player, driver bytes, controller emulator, MuJoCo twin)" % (args.max_s, args.max_s))
+    say("columns: fell (time s after the first frame) | pose error median deg | tracking RMS deg | "
+        "self-collision frames | foot slip mm | retime factor | physics real-time factor (CPU)")
     say()
     hdr = "%-38s %-5s %9s %6s %6s %5s %7s %6s %6s" % ("clip (s)", "meth", "fell@s", "pose", "track",
                                                      "coll", "slip", "retim", "RTF")
@@ -164,8 +167,8 @@ def main(argv=None):
                 say("  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f" % (
                     r["how"] if m == "row" else "", m,
                     ("yes@%.2f" % r["fall_time_s"]) if r["fell"] else "no", r["pose_error_deg"],
-                    r["tracking_rms_deg"], r["self_collision_frames"], r["foot_slip_mm"],
-                    r["retimed"], r["real_time_factor"]))
+                    r["tracking_rms_deg"] or float("nan"), r["self_collision_frames"],
+                    r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"]))
                 for a, b, why in r["infeasible"][:4]:
                     say("  %-36s        infeasible %.2f-%.2f s: %s" % ("", a, b, why))
                 if len(r["infeasible"]) > 4:
@@ -180,16 +183,17 @@ def main(argv=None):
         say("  %-4s fell on %d/%d; pose error median of clips %.1f deg (worst %.1f); tracking RMS median "
             "%.2f deg (worst %.2f); self-collision frames %d; slip worst %.1f mm; RTF median %.1f"
             % (m, sum(r["fell"] for r in rs), len(rs), np.median([r["pose_error_deg"] for r in rs]),
-               max(r["pose_error_deg"] for r in rs), np.median([r["tracking_rms_deg"] for r in rs]),
-               max(r["tracking_rms_deg"] for r in rs), sum(r["self_collision_frames"] for r in rs),
-               max(r["foot_slip_mm"] for r in rs), np.median([r["real_time_factor"] for r in rs])))
+               max(r["pose_error_deg"] for r in rs), np.median([r["tracking_rms_deg"] or np.nan for r in rs]),
+               max(r["tracking_rms_deg"] or 0.0 for r in rs), sum(r["self_collision_frames"] for r in rs),
+               max(r["foot_slip_mm"] or 0.0 for r in rs), np.median([r["cpu_realtime_factor"] for r in rs])))
     better = sum(r["bal"]["pose_error_deg"] < r["row"]["pose_error_deg"] for _, r in summary["op3"])
     say("  pose error with balance under the row copy's on %d/%d clips" % (better, len(summary["op3"])))
     for m in ("row", "pose"):
         rs = [r[m] for _, r in summary["so101"] if m in r]
         if rs:
             say("  SO-101 %-4s pose error median of clips %.1f deg; tracking RMS median %.2f deg"
-                % (m, np.median([r["pose_error_deg"] for r in rs]), np.median([r["tracking_rms_deg"] for r in rs])))
+                % (m, np.median([r["pose_error_deg"] for r in rs]),
+                   np.median([r["tracking_rms_deg"] or np.nan for r in rs])))
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -72,7 +72,7 @@ def test_commands_within_limits_and_continuous(seed, amp):
     V[:6] = SK.home[:6, None]
     for balance in (False, True):
         r = retarget_to_robot(human_staff(V), "so101-feetech" if seed % 3 == 0 else "op3-dynamixel",
-                              balance=balance)
+                              balance=balance, lead_in_s=0.0)
         robot = load_robot("so101-feetech" if seed % 3 == 0 else "op3-dynamixel")
         lo_d = np.array([s.lo_deg for s in robot.servos])[:, None]
         hi_d = np.array([s.hi_deg for s in robot.servos])[:, None]
@@ -92,29 +92,30 @@ def test_deep_crouch_keeps_the_knee_bent():
     from host.bvh import read_bvh
     s = read_bvh(os.path.join(BVH, "dataset-1_dance-short_normal_001.bvh"))
     s.values = s.values[:, 1200:1290]
-    r = retarget_to_robot(s, "op3-dynamixel", balance=False)
+    r = retarget_to_robot(s, "op3-dynamixel", balance=False, fps=30.0, lead_in_s=0.0)
     knee = r.staff.values[r.staff.row_index("r_knee")]
     x_row = s.values[s.row_index("LowerLeg_R.Xrotation")]
     deep = np.arange(40, 60)        # frames 1240-1260: the person's knee at 150-159 deg
     assert np.all(np.abs(x_row[deep]) < 10)
-    out = np.round(deep / s.fps * r.retimed * r.staff.fps).astype(int)   # the same instants
+    # the same instants in the result (after its lead-in from home, slowed down)
+    out = np.round((r.lead_in_s + deep / s.fps * r.retimed) * r.staff.fps).astype(int)
     assert np.all(knee[out] > 100), knee[out]
     assert np.max(np.abs(np.diff(knee))) <= 300 / r.staff.fps + 1e-9
 
 
 def test_balance_keeps_op3_standing_where_the_row_copy_falls():
-    from tools.robot_sim import simulate
+    """In physics, through the product path (player, driver bytes, Dynamixel emulator, MuJoCo
+    twin): the squat copied joint for joint ("human" row map) falls; retargeted by pose with
+    balance it stands, feet still, no self-collision."""
+    from host.physics.simulate import run_simulation
     s = squat_staff(2.0)
-    robot = load_robot("op3-dynamixel")
-    V = np.zeros((len(robot.servos), s.frames))
-    for si, ri, sc, off in robot.row_map(s.names, "human"):
-        V[si] = np.clip(sc * s.values[ri] + off, robot.servos[si].lo_deg, robot.servos[si].hi_deg)
-    rc = Staff(V, [Row(x.name, "deg", x.lo_deg, x.hi_deg, True) for x in robot.servos], s.fps, 16)
-    assert simulate(rc, "op3-dynamixel")["fell"]
+    row = run_simulation(s, "op3-dynamixel", pose=False, mapping="human").report
+    assert row["fell"]
     r = retarget_to_robot(s, "op3-dynamixel", balance=True)
-    rep = simulate(r.staff, "op3-dynamixel", stance=r.contacts)
+    assert r.infeasible == [] and r.staff.fps == 100.0
+    rep = run_simulation(s, "op3-dynamixel", retargeted=(r.staff, r)).report
     assert not rep["fell"] and rep["self_collision_frames"] == 0 and rep["foot_slip_mm"] < 5.0
-    assert r.infeasible == []
+    assert rep["tracking_rms_deg"] < 3.0
 
 
 def test_unmappable_skeleton_names_what_is_missing():
@@ -161,3 +162,18 @@ def test_cli_retarget_by_pose_and_bad_input(tmp_path, capsys):
         assert main(["retarget"] + argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("motionstaff: ") and what in err and err.count("\n") == 1, err
+
+
+def test_play_retargets_by_pose_by_default(tmp_path, capsys):
+    """play on a built-in robot with a model: the person's motion is retargeted by pose (the
+    description says "retarget": "pose"); --mapping cmu keeps the row copy."""
+    import json
+    from host.cli import main
+    from host.formats import write_motion
+    src = tmp_path / "squat.bvh"
+    write_motion(str(src), squat_staff(0.3))
+    assert main(["play", str(src), "--port", "loop://", "--robot", "op3-dynamixel", "--speed", "8",
+                 "--no-progress", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert "pose retargeting onto 20 servos" in cap.err
+    assert json.loads(cap.out.strip().splitlines()[-1])["mapping"] == "servo"

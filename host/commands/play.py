@@ -45,11 +45,13 @@ def load_staff(path):
 
 
 def _by_pose(args, robot, staff):
-    """The staff retargeted by pose (host/retarget/pose.py) unless a row mapping is named, the
-    staff already has the servos' own rows, or the robot has no model; it prints what it did."""
+    """The staff retargeted by pose (host/retarget/pose.py) when the description says
+    "retarget": "pose" (every built-in with a model), unless a row mapping is named or the staff
+    already has the servos' own rows; it prints what it did."""
     from host.retarget.robotmodel import SPECS
     servos = set(s.name for s in robot.servos)
-    if args.mapping or servos & set(staff.names) or robot.name not in SPECS or staff.skeleton is None:
+    by_pose = robot.raw.get("retarget") == "pose" and robot.name in SPECS
+    if args.mapping or servos & set(staff.names) or not by_pose or staff.skeleton is None:
         return staff
     from host.retarget.pose import retarget_to_robot
     if args.from_s is not None or args.to_s is not None:

@@ -27,9 +27,9 @@ import numpy as np
 from host.retarget.segments import SEGMENTS, person_frames, segment_directions
 from protocol.errors import FormatError
 
-MAX_FPS = 60.0
-ITERS = 3
+ITERS = 2
 WEIGHT_RAMP_S = 0.5        # time the weight takes to move onto one foot (OP3, quasi-static)
+MAX_TRUNK_TILT_DEG = 30.0  # with balance the torso bows at most this far
 SWING_PITCH_DEG = 25.0     # a swing foot pitches at most this much (its toe must not dig in)
 SWING_CLEAR_M = 0.015      # and clears the floor by this much
 COM_INWARD_M = 0.02       # the weight over the stance sole, this far inside its centre
@@ -43,13 +43,14 @@ FOLLOW_FRACTION = 0.4
 
 class Result:
     __slots__ = ("staff", "retimed", "infeasible", "pose_error_deg", "segment_error_deg",
-                 "contacts", "notes", "qpos")
+                 "contacts", "notes", "qpos", "lead_in_s")
 
     def __init__(self, staff, retimed, infeasible, pose_error_deg, segment_error_deg, contacts, notes):
         self.staff, self.retimed, self.infeasible = staff, retimed, infeasible
         self.pose_error_deg, self.segment_error_deg = pose_error_deg, segment_error_deg
         self.contacts, self.notes = contacts, notes
         self.qpos = None            # (F, nq) the IK's whole-body solution (root included)
+        self.lead_in_s = 0.0        # the staff starts with this long a move from home to the first pose
 
     def lines(self):
         out = ["pose retargeting onto %d servos, %d frames at %g fps; median pose error %.1f deg"
@@ -161,10 +162,10 @@ def robot_directions(body, deg_frames, root_qpos=None):
     return out
 
 
-def pose_error_deg(person_staff, servo_staff, robot_name, retimed=1.0, root_qpos=None):
+def pose_error_deg(person_staff, servo_staff, robot_name, retimed=1.0, root_qpos=None, lead_in_s=0.0):
     """(median, {segment: median}) angle between the person's segment directions and the
     robot's for a staff of the robot's servo rows (any method: row copy, pose, balance); the
-    servo staff's frame k is the person's time k / fps / retimed."""
+    servo staff's frame k is the person's time (k / fps - lead_in_s) / retimed."""
     from host.retarget.robotmodel import robot_body
     body = robot_body(robot_name)
     hp, wp = person_frames(person_staff, _needed(body))
@@ -174,11 +175,13 @@ def pose_error_deg(person_staff, servo_staff, robot_name, retimed=1.0, root_qpos
         from host.retarget import support
         contacts = support.foot_contacts(wp, float(person_staff.fps))
     dirs = _flat_feet(dirs, contacts)
-    t_src = np.arange(servo_staff.frames) / servo_staff.fps / retimed * person_staff.fps
+    t = np.arange(servo_staff.frames) / servo_staff.fps - lead_in_s
+    keep = t >= -1e-9
+    t_src = np.maximum(t[keep], 0.0) / retimed * person_staff.fps
     D = {k: _unit(_resample(v, t_src)) for k, v in dirs.items()}
     idx = [servo_staff.row_index(s.name) for s in body.servos]
-    deg = np.nan_to_num(servo_staff.values[idx].T)
-    R = robot_directions(body, deg, root_qpos)
+    deg = np.nan_to_num(servo_staff.values[idx].T)[keep]
+    R = robot_directions(body, deg, None if root_qpos is None else root_qpos[keep])
     seg = {k: angle_deg(R[k], D[k]) for k in R if k in D}
     allv = np.concatenate(list(seg.values())) if seg else np.array([np.nan])
     return float(np.median(allv)), {k: float(np.median(v)) for k, v in seg.items()}
@@ -211,7 +214,7 @@ def angle_deg(a, b):
 
 
 def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_RETIME,
-                      iterations=ITERS, collisions=True, retime=True):
+                      iterations=ITERS, collisions=True, retime=True, lead_in_s=1.0):
     """Result (module docstring) for a staff with a skeleton on a built-in robot."""
     from host.retarget.robotmodel import robot_body
     from host.retarget import support
@@ -243,16 +246,22 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
         if humanoid and contacts is not None:
             factor = max(factor, _weight_factor(contacts, src_fps))
         factor = float(min(max(factor, 1.0), max_retime))
-    out_fps = float(fps or min(src_fps, MAX_FPS))
+    # the robot's own command rate: the player sends one frame per period, and the limiter's
+    # braking between sparser frames would leave the commands behind the plan
+    out_fps = float(fps or body.robot.rate_hz)
     duration = (staff.frames - 1) / src_fps * factor
     N = int(np.floor(duration * out_fps + 1e-9)) + 1
-    t_src = np.arange(N) / out_fps / factor * src_fps                 # fractional source frame
+    # a lead-in from the robot's home to the first pose, inside the staff (the player's ramp
+    # moves each servo on its own, which can tip a humanoid over; this one keeps it balanced)
+    L = int(round(lead_in_s * out_fps))
+    t_src = np.r_[np.zeros(L), np.arange(N) / out_fps / factor * src_fps]   # fractional source frame
     D = {k: _unit(_resample(v, t_src)) for k, v in dirs.items()}
     infeasible = []
     swing_l = swing_r = None
     if humanoid and contacts is not None:
         idx = np.clip(np.round(t_src).astype(int), 0, staff.frames - 1)
         cl, cr = contacts[0][idx], contacts[1][idx]
+        cl[:L] = cr[:L] = True
         for a, b in support.runs(~(cl | cr)):
             infeasible.append([round(a / out_fps, 3), round(b / out_fps, 3),
                                "flight phase: both feet off the floor"])
@@ -263,14 +272,18 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     if humanoid and "mid_hip" in wp:
         # the person's hip height against their standing height, the floor under their feet
         z = wp["mid_hip"][:, 2] - np.percentile(np.minimum(wp["l_ankle"][:, 2], wp["r_ankle"][:, 2]), 3)
-        height = np.clip(_resample(z / np.percentile(z, 90), t_src), 0.55, 1.0)
-    qs = _solve(body, D, out_fps, humanoid, swing_l, swing_r, iterations, collisions, height)
+        # (no lower than 0.7: deeper, the torso would sink to where a fall is counted)
+        height = np.clip(_resample(z / np.percentile(z, 90), t_src), 0.7, 1.0)
+    qs = _solve(body, D, out_fps, humanoid, swing_l, swing_r, iterations, collisions, height,
+                converge_first=L == 0)
     deg = body.to_servo_deg(qs[:, body.qadr])
+    if humanoid and swing_l is not None:
+        deg = deg + body.to_servo_deg(_sag(body, qs, ~swing_l, ~swing_r))
     deg = _limit(deg, body, out_fps)
     qfinal = qs.copy()
     qfinal[:, body.qadr] = body.to_model_rad(deg)
     R = robot_directions(body, deg, qfinal[:, :7] if body.floating else None)
-    seg_err = {k: angle_deg(R[k], D[k]) for k in R if k in D}
+    seg_err = {k: angle_deg(R[k][L:], D[k][L:]) for k in R if k in D}
     err = float(np.median(np.concatenate(list(seg_err.values())))) if seg_err else float("nan")
     from host.staff import Row, Staff
     rows = [Row(s.name, "deg", s.lo_deg, s.hi_deg, True) for s in body.servos]
@@ -282,7 +295,44 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     res = Result(out, factor, infeasible, err, {k: float(np.median(v)) for k, v in seg_err.items()},
                  None if swing_l is None else (~swing_l, ~swing_r), notes)
     res.qpos = qfinal
+    res.lead_in_s = L / out_fps
     return res
+
+
+def _sag(body, qs, stand_l, stand_r):
+    """(F, nservo) model radians to add to each command so that a position servo, which gives
+    way under load by torque / stiffness, ends where the plan wants it (feed-forward).
+
+    Statics at each planned pose (velocities zero): qfrc_bias = tau + J_c^T f, the contact
+    wrench f at the standing soles carries the floating base (root rows: qfrc_bias_root =
+    J_c,root^T f, least squares with both feet down), so tau = bias_joint - J_c,joint^T f; the
+    servo's stiffness k = stall torque x duty per radian (host/physics/servo.py, the twin's and
+    the data sheet's), and the offset is tau / k."""
+    import mujoco
+    from host.physics.servo import SPECS
+    spec = SPECS[getattr(body, "servo_spec", "xm430-w350")]
+    k_nm_per_rad = spec.stall_nm * spec.kp_duty_per_rad
+    m = body.model
+    d = mujoco.MjData(m)
+    out = np.zeros((qs.shape[0], len(body.servos)))
+    jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+    for f in range(qs.shape[0]):
+        d.qpos[:] = qs[f]
+        d.qvel[:] = 0.0
+        mujoco.mj_forward(m, d)
+        J = []
+        for s, on in (("l", stand_l[f]), ("r", stand_r[f])):
+            if on:
+                mujoco.mj_jac(m, d, jp, jr, body.point_pos(d, s + "_sole"), m.body(body.spec["feet"][s]).id)
+                J.append(np.vstack([jp, jr]).copy())
+        if not J:
+            continue
+        Jc = np.vstack(J)                                    # (6 or 12, nv)
+        bias = d.qfrc_bias.copy()
+        wrench = np.linalg.lstsq(Jc[:, :6].T, bias[:6], rcond=None)[0]
+        tau = bias[body.dadr] - Jc[:, body.dadr].T @ wrench
+        out[f] = tau / k_nm_per_rad
+    return out
 
 
 def _merge(spans):
@@ -347,11 +397,14 @@ def _swings(cl, cr, fps, infeasible, factor=1.0):
 
 
 def _limit(deg, body, fps):
-    """The last word: every command within the servo's limits and velocity limit per frame."""
-    out = np.clip(deg, body.lo_deg, body.hi_deg)
-    step = body.vmax_dps / fps
-    for f in range(1, out.shape[0]):
-        out[f] = out[f - 1] + np.clip(out[f] - out[f - 1], -step, step)
+    """The last word, the player's own: device/servo/limiter.py over the frames at 1 / fps (each
+    command within the servo's limits, its velocity and, best effort, acceleration limit), so
+    what the player sends is this staff."""
+    from device.servo.limiter import Limiter
+    lim = Limiter(body.servos, start_deg=list(np.clip(deg[0], body.lo_deg, body.hi_deg)))
+    out = np.empty_like(deg)
+    for f in range(deg.shape[0]):
+        out[f] = lim.step(list(deg[f]), 0.0 if f == 0 else 1.0 / fps)
     return out
 
 
@@ -361,7 +414,8 @@ def _geoms(model, root):
     return [g for g in ids if model.geom_contype[g] or model.geom_conaffinity[g]]
 
 
-def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None):
+def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
+           converge_first=True):
     """(N, nq) qpos per output frame."""
     import mink
     import mujoco
@@ -384,7 +438,8 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
     # a twist about a limb's own axis (hip yaw) is what the directions leave open: hold it home
     pcost = np.full(m.nv, 0.02)
     for k, sv in enumerate(body.servos):
-        if sv.name.endswith("hip_yaw"):
+        if sv.name.endswith("hip_yaw") or sv.name.startswith("head"):
+            # and a joint no segment drives (the head) stays home: it is no counterweight
             pcost[body.dadr[k]] = 2.0
     if body.floating:
         pcost[:6] = 0.0
@@ -446,7 +501,7 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                 t.set_position_cost((0.2 if stance else 1.0) / max(lengths[seg], 0.02))
         # the first frame converges without the velocity limit (the player ramps to it from
         # wherever the robot stands); after it, each frame moves on from the one before
-        first = f == 0
+        first = f == 0 and converge_first
         for it in range(40 if first else iterations):
             mujoco.mj_kinematics(m, data)
             Rw = np.eye(3)          # the robot keeps facing +X: the person's heading frame is its world
@@ -463,6 +518,14 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                 t.set_target(SE3.from_rotation_and_translation(SO3.identity(), p))
             if torso is not None:
                 z = Rw @ D["trunk"][f] if "trunk" in D else np.array([0.0, 0, 1])
+                if balance:
+                    # a bow deeper than MAX_TRUNK_TILT_DEG would carry the torso past where
+                    # it can be held (and where a tilt counts as a fall)
+                    tilt = np.arccos(np.clip(z[2], -1, 1))
+                    cap = np.radians(MAX_TRUNK_TILT_DEG)
+                    if tilt > cap:
+                        h = _unit(np.array([z[0], z[1], 0.0]) + 1e-12)
+                        z = np.cos(cap) * np.array([0.0, 0, 1]) + np.sin(cap) * h
                 Rt = _frame_from(z, Rw[:, 0])
                 tp = torso_home.copy()
                 if height is not None:
