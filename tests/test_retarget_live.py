@@ -1,5 +1,5 @@
-"""Live pose retargeting (host/retarget/live.py): a few seconds of the bundled CMU clip, frame by
-frame through LiveRetargeter, then the player -> Dynamixel driver -> emulator -> OP3 twin."""
+"""Live pose retargeting (host/retarget/live.py): the bundled CMU clip (131_03, 8 s of dance), frame
+by frame through LiveRetargeter, then the player -> Dynamixel driver -> emulator -> OP3 twin."""
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ ROBOT = "op3-dynamixel"
 @pytest.fixture(scope="module")
 def person():
     sk = human_model()
-    mot = retarget_clip(load_bvh(BUNDLED_CLIP), sk, max_s=4.0, fps=FPS)
+    mot = retarget_clip(load_bvh(BUNDLED_CLIP), sk, max_s=10.0, fps=FPS)
     return sk, [d.name for d in sk.dofs], mot.q_frames
 
 
@@ -52,12 +52,13 @@ def test_live_retarget_keeps_op3_up_within_limits(person):
     assert err is not None and 0 < err < 30
     rep = run_simulation(_servo_staff(out), ROBOT, retargeted=(_servo_staff(out), None)).report
     assert not rep["fell"] and rep["fall_time_s"] is None
-    assert rep["foot_slip_mm"] < 10.0
+    assert rep["foot_slip_mm"] < 15.0
+    assert rep["tracking_rms_deg"] < 4.0
 
 
 def test_row_copy_of_the_same_frames_falls(person):
     sk, names, q = person
     rows = [Row(d.name, "deg", d.lo, d.hi, True) for d in sk.dofs]
-    st = Staff(q.T.copy(), rows, FPS, 16, None, {"source": "row copy"})
+    st = Staff(q[:120].T.copy(), rows, FPS, 16, None, {"source": "row copy"})
     rep = run_simulation(st, ROBOT, pose=False, mapping="human").report
     assert rep["fell"] and rep["mapping"] == "human"

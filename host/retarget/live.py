@@ -24,6 +24,12 @@ from host.retarget.segments import segment_directions
 from protocol.errors import FormatError
 
 
+SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
+MIN_HEIGHT = 0.7       # the hips no lower than this fraction of their standing height
+HEIGHT_TAU_S = 0.3     # the crouch follows the person through a first-order lag (a bounce faster
+                       # than the body can carry its weight tips it over: 131_03 at 5.9 s)
+
+
 class _Now:
     """A frame-indexed array whose every index is the current frame's value (solve_frames reads
     index f just after the caller has set it)."""
@@ -67,53 +73,86 @@ class LiveRetargeter:
         self.balance = balance and body.humanoid
         self.D = {k: _Now() for k in body.spec["segments"]}
         self.D = {k: v for k, v in self.D.items() if k in segment_directions(hp, [k])}
-        self._swing = _Now(False)
+        self._swing = {"l": _Now(False), "r": _Now(False)}
         self._height = _Now(1.0) if self.balance and "mid_hip" in wp else None
-        weights = (_Now(0.0), {"l": _Now(0.0), "r": _Now(0.0)})
-        self._gen = pose.solve_frames(body, self.D, self.fps, self.balance, self._swing, self._swing,
-                                      iterations, collisions, self._height, converge_first=False,
-                                      weights=weights, frames=1 << 62)
-        self._stand = np.ones(1, bool)
+        self._u = _Now(0.0)
+        self._w = {"l": _Now(0.0), "r": _Now(0.0)}
+        self._gen = pose.solve_frames(body, self.D, self.fps, self.balance, self._swing["l"],
+                                      self._swing["r"], iterations, collisions, self._height,
+                                      converge_first=False, weights=(self._u, self._w), frames=1 << 62)
+        self._u_lin = 0.0            # the weight's ramp, linear in time (u = its cosine blend)
+        self._settled_s = 0.0
+        self._swung = {"l": False, "r": False}
+        self._seen = {"l": True, "r": True}
+        self._since = {"l": 0.0, "r": 0.0}
         self._lim = None
         self._el = {"l_foot": [], "r_foot": []}
         self._floor = None
         self._stand_z = None
-        self._prev_xy = None
         self._t_prev = None
         self._lifted = {}
         self.infeasible = []
         self.errors = []             # per frame: [angle deg per mapped segment]
         self.frames = 0
+        self.min_height = MIN_HEIGHT
+        self.height_tau_s = HEIGHT_TAU_S
 
     # -- the person's feet, causally -------------------------------------------------------
     def _contacts(self, wp, dt):
+        """The person's feet now: a foot stands when its lowest point (ankle or toe) is within
+        HEIGHT_LEGS leg lengths of the lower foot's (the model's hips are its fixed base, so the
+        floor is where the lower foot is); a change counts once it has lasted MIN_PHASE_S."""
         lo = {s: min(wp[s + "_ankle"][0, 2], wp[s + "_toe"][0, 2] if s + "_toe" in wp else np.inf)
               for s in "lr"}
         if self._floor is None:
-            leg = (np.linalg.norm(wp["l_hip"][0] - wp["l_knee"][0])
-                   + np.linalg.norm(wp["l_knee"][0] - wp["l_ankle"][0]))
-            self._leg = float(leg)
-            self._floor = min(lo.values())
-        self._floor = min(self._floor, min(lo.values()))
-        out = {}
+            self._leg = float(np.linalg.norm(wp["l_hip"][0] - wp["l_knee"][0])
+                              + np.linalg.norm(wp["l_knee"][0] - wp["l_ankle"][0]))
+        self._floor = min(lo.values())
         for s in "lr":
-            xy = wp[s + "_ankle"][0, :2]
-            v = 0.0 if self._prev_xy is None or dt <= 0 else float(np.linalg.norm(xy - self._prev_xy[s])) / dt
-            out[s] = (lo[s] - self._floor < support.HEIGHT_LEGS * self._leg
-                      and v < support.SPEED_LEGS_PER_S * self._leg)
-        self._prev_xy = {s: wp[s + "_ankle"][0, :2].copy() for s in "lr"}
-        return out
+            now = bool(lo[s] - self._floor < support.HEIGHT_LEGS * self._leg)
+            self._since[s] = 0.0 if now == self._seen[s] else self._since[s] + dt
+            if self._since[s] >= support.MIN_PHASE_S:
+                self._seen[s], self._since[s] = now, 0.0
+        return dict(self._seen)
 
-    def _report(self, t_s, on):
+    def _support(self, t_s, on, dt):
+        """The robot's support, causally: when the person stands on one foot, the weight moves
+        onto the robot's same foot (WEIGHT_RAMP_S, then SETTLE_S), and only then the other foot
+        swings (following the person's leg, SWING_RAMP_S in and out) until the person lands."""
         for s in "lr":
             if not on[s] and s not in self._lifted:
                 self._lifted[s] = t_s
+                self._swung[s] = False
             elif on[s] and s in self._lifted:
                 a = self._lifted.pop(s)
-                if t_s - a >= support.MIN_PHASE_S:
-                    self.infeasible.append([round(a, 3), round(t_s, 3), "%s foot lifted: kept down live "
-                                            "(the weight cannot shift before a lift it cannot foresee)"
-                                            % ("left" if s == "l" else "right")])
+                if not self._swung[s] and t_s - a >= support.MIN_PHASE_S:
+                    self.infeasible.append([round(a, 3), round(t_s, 3), "%s foot lifted: kept down (no "
+                                            "time to shift the weight first)" % ("left" if s == "l" else "right")])
+        sw = [s for s in "lr" if self._swing[s].v]
+        rate = dt / SWING_RAMP_S
+        if sw:
+            s = sw[0]
+            w = self._w[s].v + (rate if not on[s] else -rate)
+            self._w[s].v = float(np.clip(w, 0.0, 1.0))
+            if self._w[s].v <= 0.0 and on[s]:
+                self._swing[s].v = False
+            want = 1.0 if s == "r" else -1.0
+        else:
+            up = [s for s in "lr" if not on[s]]
+            want = 0.0 if len(up) != 1 else (1.0 if up[0] == "r" else -1.0)
+            step = dt / pose.WEIGHT_RAMP_S
+            self._u_lin = float(np.clip(want, self._u_lin - step, self._u_lin + step))
+            if want != 0.0 and self._u_lin == want:
+                self._settled_s += dt
+                if self._settled_s >= pose.SETTLE_S - 1e-9:
+                    self._swing[up[0]].v = True
+                    self._swung[up[0]] = True
+                    self._w[up[0]].v = 0.0
+                    self._settled_s = 0.0
+            else:
+                self._settled_s = 0.0
+        # u = sign 0.5 (1 - cos(pi |u_lin|)): no jump in acceleration at either end
+        self._u.v = float(np.sign(self._u_lin) * 0.5 * (1.0 - np.cos(np.pi * abs(self._u_lin))))
 
     def _flat(self, dirs, on):
         """pose._flat_feet's pitch reference, from the standing frames seen so far."""
@@ -147,18 +186,23 @@ class LiveRetargeter:
         on = {"l": True, "r": True}
         if body.humanoid and all(k in wp for k in ("l_ankle", "r_ankle", "l_hip", "l_knee")):
             on = self._contacts(wp, dt)
-            self._report(t_s, on)
+            if self.balance:
+                self._support(t_s, on, dt)
         dirs = self._flat(dirs, on)
         for k, d in dirs.items():
             self.D[k].v = pose._unit(d[0])
         if self._height is not None:
             z = wp["mid_hip"][0, 2] - self._floor
             self._stand_z = z if self._stand_z is None else max(self._stand_z, z)
-            self._height.v = float(np.clip(z / max(self._stand_z, 1e-6), 0.7, 1.0))
+            h = float(np.clip(z / max(self._stand_z, 1e-6), self.min_height, 1.0))
+            # a bounce faster than the body can carry its weight is smoothed (first order, tau)
+            a = 1.0 if self.frames == 0 else min(1.0, dt / max(self.height_tau_s, 1e-9))
+            self._height.v = self._height.v + a * (h - self._height.v)
         q = next(self._gen)
         deg = body.to_servo_deg(q[None, body.qadr])
         if self.balance:
-            deg = deg + body.to_servo_deg(pose._sag(body, q[None], self._stand, self._stand))
+            stand = [np.array([not self._swing[s].v]) for s in "lr"]
+            deg = deg + body.to_servo_deg(pose._sag(body, q[None], stand[0], stand[1]))
         deg = deg[0]
         if self._lim is None:
             from device.servo.limiter import Limiter
