@@ -62,3 +62,31 @@ def test_row_copy_of_the_same_frames_falls(person):
     st = Staff(q[:120].T.copy(), rows, FPS, 16, None, {"source": "row copy"})
     rep = run_simulation(st, ROBOT, pose=False, mapping="human").report
     assert rep["fell"] and rep["mapping"] == "human"
+
+
+def test_a_held_leg_lift_swings_after_the_weight_moved_and_stays_up():
+    """The person stands on the left foot and lifts the right knee (1.0-4.0 s): the robot moves
+    its weight first (0.5 s ramp + 0.1 s settle after the lift is seen), then swings the right
+    foot until the person lands, and stays up in the twin."""
+    sk = human_model()
+    names = [d.name for d in sk.dofs]
+    home = np.array([d.home for d in sk.dofs], float)
+    lr = LiveRetargeter(ROBOT, names, fps=FPS)
+    out, swing, weight = [], [], []
+    for k in range(150):
+        t = k / FPS
+        v = home.copy()
+        a = np.clip((t - 1.0) / 0.5, 0, 1) * np.clip((4.0 - t) / 0.5, 0, 1)
+        v[names.index("r_hip_flex")] = 50 * a
+        v[names.index("r_knee_flex")] = 70 * a
+        out.append(lr.step(v, t))
+        swing.append(lr._swing["r"].v)
+        weight.append(lr._u.v)
+    sw = np.flatnonzero(swing)
+    assert sw.size > 30 and not lr._swung["l"]
+    # the swing starts only once the weight is fully on the left foot, and ends after the landing
+    assert weight[sw[0]] == pytest.approx(1.0) and sw[0] / FPS > 1.0 + 0.5 + 0.1
+    assert sw[-1] / FPS > 3.5 and not swing[-1]
+    assert lr.infeasible == [] and lr.pose_error_deg() < 10
+    rep = run_simulation(_servo_staff(out), ROBOT, retargeted=(_servo_staff(out), None)).report
+    assert not rep["fell"] and rep["self_collision_frames"] == 0

@@ -11,10 +11,12 @@ Each frame runs the same differential IK as offline retargeting (host/retarget/p
 solve_frames: warm start from the previous frame, the description's joint and velocity limits,
 self-collision avoidance, the stance feet held flat where they stood, the centre of mass over
 the support, the torso's bow capped, the hips as low as the person crouches), fed one frame at a
-time. Live, the support phases come from the person's feet as they are now: a foot the person
-lifts stays down on the robot (the weight would have to move onto the other foot before the lift,
-which needs the future) and the span is reported in `infeasible`; so the robot keeps double
-support and the CoM between its soles, and its legs follow the person's in that stance.
+time. Live, the support phases come from the person's feet as they are now (a foot stands
+within 0.07 leg lengths of the lower foot, for at least 0.1 s): when the person stands on one
+foot the robot's weight moves onto that foot (0.5 s, then 0.1 s settled) and only then the other
+foot swings, following the person's leg, until the person lands; a lift too short for that (a
+dance step) keeps the robot's foot down and is listed in `infeasible`. The crouch follows the
+person's hip height through a 0.3 s first-order lag.
 """
 
 import numpy as np
