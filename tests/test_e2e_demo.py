@@ -31,6 +31,8 @@ def test_pipeline_short_run_reports_and_writes_every_file(tmp_path):
         assert os.path.getsize(r["files"][k]) > 0, k
     tw = r["robot_twin"]                    # the simulated OP3 listening on the same link
     assert tw["frames_sampled"] == n and tw["bridge"]["frames"] > 0
+    # retargeted live by pose with balance (host/retarget/live.py): it stays up
+    assert tw["mapping"] == "pose" and not tw["fell"] and 0 < tw["pose_error_deg"] < 45
     from PIL import Image
     assert Image.open(r["files"]["gif"]).size == (320 + 640, 480)       # the robot beside them
     # a figure that was not measured is null with its reason, never a number

@@ -26,8 +26,10 @@ from protocol import packets as pk, staffcodec
 
 
 class LinkBridge:
-    def __init__(self, robot, driver, clock=None, mapping=None, request_s=0.1):
+    def __init__(self, robot, driver, clock=None, mapping=None, request_s=0.1, retarget=None):
         self.robot = robot
+        self.retarget = retarget        # retarget(row names) -> r: r.servo_names, r.step(values, t_s)
+        self.retargeter = None
         self.driver = driver
         self.clock = clock or time.monotonic
         self.mapping = mapping
@@ -64,13 +66,18 @@ class LinkBridge:
         self.header = h
         self.los = [r["lo"] for r in h["rows"]]
         self.his = [r["hi"] for r in h["rows"]]
+        mapping = self.mapping
+        if self.retarget is not None:
+            # the rows are the person's: the retargeter turns each frame into the servos' angles
+            self.retargeter = self.retarget(names)
+            names, mapping = self.retargeter.servo_names, "servo"
         if self.player is None:
             self.started_at = self.clock()
-            self.player = Player(self.robot, self.driver, row_names=names, mapping=self.mapping,
+            self.player = Player(self.robot, self.driver, row_names=names, mapping=mapping,
                                  clock=self.clock, sleep=lambda d: None)
             self.player.start()
         else:
-            self.player.bind(names, self.mapping)
+            self.player.bind(names, mapping)
 
     def _request(self, out):
         now = self.clock()
@@ -113,11 +120,14 @@ class LinkBridge:
             self._request(out)
             return
         values = staffcodec.decode_column(codes, self.los, self.his, bits)
+        t_s = self._media_s(p.time_us)
+        if self.retargeter is not None:
+            values = self.retargeter.step(values, t_s)
         was = self.player.in_failsafe
         self.last_key = (p.seq, p.time_us)
         self.last_codes = codes
         try:
-            self.player.send_frame(values, self._media_s(p.time_us))
+            self.player.send_frame(values, t_s)
         finally:
             self.last_key = None
             self.last_codes = None

@@ -34,10 +34,14 @@ def add_arguments(p):
     p.add_argument("--no-camera", action="store_true", help="IMUs only (no camera markers)")
     p.add_argument("--no-render", action="store_true", help="skip the GIF")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--robot-mapping", choices=("pose", "human"), default="pose",
+                   help="the simulated OP3: pose retargeting with balance, live (default), or the "
+                   "person's rows copied joint for joint (human)")
 
 
 def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, estimator="ekf",
-             seed=1, faults=0.0, camera=True, render=True, progress=True, unplug=None):
+             seed=1, faults=0.0, camera=True, render=True, progress=True, unplug=None,
+             robot_mapping="pose"):
     """Run the pipeline, print the report (text or JSON) and return it as a dict."""
     from device.servo.emulate.serialtwin import LineFaults
     from host.demo.pipeline import run_pipeline
@@ -60,7 +64,7 @@ def run_demo(out_dir, clip=None, json_out=False, seconds=10.0, rate_hz=30.0, est
     # faults act on the serial twin's line from the first byte (the header repeats every second)
     f = LineFaults(rate=faults, seed=seed, unplug=vanish) if (faults or vanish) else None
     report = run_pipeline(out_dir, clip, seconds, estimator, rate_hz, seed, camera, f, render,
-                          progress)
+                          progress, robot_mapping=robot_mapping)
     if json_out:
         print(json.dumps(report, default=_plain))
     else:
@@ -107,10 +111,11 @@ def text_report(r):
     ]
     if r.get("robot_twin"):
         tw = r["robot_twin"]
-        lines.append("  simulated %s on the same link (MuJoCo twin, row copy): %s over %s s; torque "
-                     "saturated %.1f %% of servo-steps" % (tw["robot"], "FELL at %.2f s" % tw["fall_time_s"]
-                                                          if tw["fell"] else "stayed up", tw["sim_s"],
-                                                          100 * tw["torque_saturated_frac"]))
+        how = "pose retargeted live" if tw.get("mapping") == "pose" else "row copy"
+        lines.append("  simulated %s on the same link (MuJoCo twin, %s): %s over %s s; torque "
+                     "saturated %.1f %% of servo-steps; pose error %s deg"
+                     % (tw["robot"], how, "FELL at %.2f s" % tw["fall_time_s"] if tw["fell"] else "stayed up",
+                        tw["sim_s"], 100 * tw["torque_saturated_frac"], _f(tw.get("pose_error_deg"), "%.1f")))
     if r.get("download"):
         d = r["download"]
         lines.append("  download over the serial link: %s bytes in %s s%s"
@@ -128,5 +133,5 @@ def run(args):
     run_demo(args.out, args.clip, args.json, seconds=args.seconds, rate_hz=args.rate,
              estimator=args.estimator, seed=args.seed, faults=args.faults,
              camera=not args.no_camera, render=not args.no_render, progress=sys.stderr.isatty(),
-             unplug=args.unplug)
+             unplug=args.unplug, robot_mapping=args.robot_mapping)
     return 0

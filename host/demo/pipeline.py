@@ -86,7 +86,7 @@ def _build_unit(clip, estimator, rate_hz, seed, camera, configure=None, seconds=
 
 
 def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camera=True,
-            faults=None, progress=None, notes=None, configure=None):
+            faults=None, progress=None, notes=None, configure=None, robot_mapping="pose"):
     """Stage 1. Returns a dict with the loop, unit, streamer, relay, emulator and measurements."""
     import serial
     from device.capture.loop import CaptureLoop
@@ -123,7 +123,8 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     sim = [0.0]
     clock = lambda: sim[0]
     end = open_robot_end(robot, srv.path, clock)
-    body = open_twin_end(clock, notes)       # the simulated OP3 listening on the same line
+    # the simulated OP3 listening on the same line, retargeting the person live by pose
+    body = open_twin_end(clock, notes, robot_mapping, unit.rate_hz)
     twin = SerialTwin(baud=LINK_BAUD, buffer_bytes=4096, clock=clock, faults=faults or LineFaults())
     port = serial.serial_for_url(twin.path, baudrate=LINK_BAUD, timeout=0, write_timeout=0)
     streamer = PacketOutput(port, loop.header, bits=loop.bits, baud=LINK_BAUD, clock=clock,
@@ -189,7 +190,7 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
         if progress is not None and progress.bar is not None:
             progress.bar.reset()
         return capture(out_dir, clip, seconds, FALLBACK_ESTIMATOR, rate_hz, seed, camera, faults,
-                       progress, notes, configure)
+                       progress, notes, configure, robot_mapping)
     n_cmd = sum(len(c[2]) for c in end.commands)
     emu.wait_for(lambda e: e.commands >= n_cmd, 10.0)
     srv.stop()
@@ -258,7 +259,8 @@ def _percentile(xs, q):
 
 
 def run_pipeline(out_dir, clip=None, seconds=10.0, estimator="ekf", rate_hz=30.0, seed=1,
-                 camera=True, faults=None, render=True, progress=True, gif_frames=120):
+                 camera=True, faults=None, render=True, progress=True, gif_frames=120,
+                 robot_mapping="pose"):
     from host.demo import stages
     clip = clip or default_clip()
     if not os.path.exists(clip):
@@ -270,7 +272,8 @@ def run_pipeline(out_dir, clip=None, seconds=10.0, estimator="ekf", rate_hz=30.0
     bar = _Progress(progress, int(round((seconds + 1.5) * rate_hz)))
     try:
         t0 = time.perf_counter()
-        cap = capture(out_dir, clip, seconds, estimator, rate_hz, seed, camera, faults, bar, notes)
+        cap = capture(out_dir, clip, seconds, estimator, rate_hz, seed, camera, faults, bar, notes,
+                      robot_mapping=robot_mapping)
         timings["capture_s"] = time.perf_counter() - t0
         bar.stage("download")
         t0 = time.perf_counter()

@@ -64,11 +64,12 @@ def open_robot_end(robot, port, clock, baud=None, mapping=None):
 TWIN_ROBOT = "op3-dynamixel"     # the humanoid with a physics model (khr17-maestro has none)
 
 
-def open_twin_end(clock, notes):
-    """The simulated humanoid listening on the demo's link (host.physics.live.TwinEnd)."""
+def open_twin_end(clock, notes, mapping="pose", fps=30.0):
+    """The simulated humanoid listening on the demo's link (host.physics.live.TwinEnd): the
+    person's rows retargeted live by pose with balance, or copied row for row ("human")."""
     try:
         from host.physics.live import TwinEnd
-        return TwinEnd(TWIN_ROBOT, clock)
+        return TwinEnd(TWIN_ROBOT, clock, mapping=mapping, fps=fps)
     except (ImportError, ValueError, OSError) as e:
         notes["robot_twin"] = "not simulated: %s" % str(e).splitlines()[0][:160]
         return None

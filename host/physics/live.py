@@ -8,9 +8,12 @@ its controller emulator -> the MuJoCo twin, all on the link's clock.
     end.run                            # host.physics.simulate.Run: .qpos, .times_s, .report
     end.summary()                      # fell, fall_time_s, frames driven, tracking, ...
 
-The bridge maps the live rows with the robot description's row map (the live link carries
-the person's joint angles; pose retargeting is an offline step), so on a humanoid this shows
-what a joint-for-joint copy does to its balance.
+The live link carries the person's joint angles. With mapping="pose" (the default) the
+bridge hands each decoded frame to host.retarget.live.LiveRetargeter (pose retargeting with
+balance, frame by frame) and the player gets the servos' angles; mapping="human" copies rows
+joint for joint with the description's row map (on a humanoid: what that does to balance).
+
+    end = TwinEnd("op3-dynamixel", clock, mapping="human")    # the row copy
 """
 
 import numpy as np
@@ -19,7 +22,7 @@ from host.physics.simulate import FALL_HEIGHT_FRAC, FALL_TILT_DEG, Run
 
 
 class TwinEnd:
-    def __init__(self, robot_name, clock, seed=0):
+    def __init__(self, robot_name, clock, seed=0, mapping="pose", fps=30.0):
         from device.servo.bridge import LinkBridge
         from device.servo.drivers import open_driver
         from device.servo.emulate import make_emulator
@@ -35,7 +38,17 @@ class TwinEnd:
         self.emu = make_emulator(desc.controller, **kw)
         self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0))
         self.driver = open_driver(desc.controller, self.port, **dict(desc.options))
-        self.bridge = LinkBridge(desc, self.driver, clock=clock)
+        self.mapping = mapping
+        self.retargeter = None
+        retarget = None
+        if mapping == "pose":
+            from host.retarget.live import LiveRetargeter
+
+            def retarget(names):
+                self.retargeter = LiveRetargeter(robot_name, names, fps=fps)
+                return self.retargeter
+        self.bridge = LinkBridge(desc, self.driver, clock=clock,
+                                 mapping=None if mapping == "pose" else mapping, retarget=retarget)
         self.run = Run()
         self.run.robot = rm
         self.fall_s = None
@@ -62,7 +75,18 @@ class TwinEnd:
                 "sim_s": round(self.twin.time_s, 3), "fell": self.fall_s is not None,
                 "fall_time_s": self.fall_s, "bridge": dict(getattr(b, "counts", {})),
                 "torque_saturated_frac": round(self.twin.sat_steps / float(max(1, self.twin.on_steps)), 5),
-                "mapping": getattr(self.twin.rm.description, "mapping_used", None)}
+                "mapping": "pose" if self.mapping == "pose" else
+                getattr(self.twin.rm.description, "mapping_used", None),
+                "pose_error_deg": self._pose_error(),
+                "infeasible": list(self.retargeter.infeasible) if self.retargeter is not None else []}
+
+    def _pose_error(self):
+        """Median angle between the person's and the robot's segments, over the frames driven."""
+        r = self.retargeter
+        if r is not None:
+            e = r.pose_error_deg()
+            return None if e is None else round(e, 3)
+        return None
 
     def finish(self, fps):
         class _Fps:

@@ -422,10 +422,19 @@ def _geoms(model, root):
 def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
            converge_first=True, lead=0):
     """(N, nq) qpos per output frame."""
+    return np.array(list(solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions,
+                                      height, converge_first)))
+
+
+def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
+                 converge_first=True, weights=None, frames=None):
+    """Yields qpos per output frame, frame f computed when the caller asks for it: a live
+    caller (host/retarget/live.py) fills D[seg][f], swing_l[f], ... just before; `weights`
+    (weight, {"l": swing weight, "r": ...}) then replaces the whole-clip schedules, `frames` N."""
     import mink
     import mujoco
     m = body.model
-    N = next(iter(D.values())).shape[0]
+    N = next(iter(D.values())).shape[0] if frames is None else frames
     q = body.qpos_home()
     conf = mink.Configuration(m, q)
     data = conf.data
@@ -482,8 +491,11 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
         soles = {s: body.point_pos(data, s + "_sole").copy() for s in "lr"}
         half = 0.5 * np.linalg.norm(soles["l"] - soles["r"])
         shrink = max(0.0, (half - COM_INWARD_M) / half)
-        weight = _weight_schedule(swing_l, swing_r, fps)
-        wsw = {"l": _swing_weights(swing_l), "r": _swing_weights(swing_r)}
+        if weights is None:
+            weight = _weight_schedule(swing_l, swing_r, fps)
+            wsw = {"l": _swing_weights(swing_l), "r": _swing_weights(swing_r)}
+        else:
+            weight, wsw = weights
         half_len = float(body.spec["sole_half_m"][0])
     limits = [mink.ConfigurationLimit(m)]
     # the IK moves each joint at most at the speed its servo follows closely (FOLLOW_FRACTION of
@@ -499,7 +511,6 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
                                                    collision_detection_distance=0.03))
         lead_limits.append(limits[-1])
     dt = 1.0 / fps
-    out = np.empty((N, m.nq))
     SE3, SO3 = mink.SE3, mink.SO3
     for f in range(N):
         if balance:
@@ -588,8 +599,7 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
             except mink.NoSolutionFound:
                 v = np.zeros(m.nv)
             conf.integrate_inplace(v, dt / iterations)
-        out[f] = conf.q
-    return out
+        yield conf.q.copy()
 
 
 def _weight_schedule(swing_l, swing_r, fps):

@@ -1,0 +1,223 @@
+"""Pose retargeting with balance, live: one frame of the person's rows in, the robot's servo
+degrees out, causally (no look-ahead, no retiming: the player's limiter is the last word).
+
+    from host.retarget.live import LiveRetargeter
+    lr = LiveRetargeter("op3-dynamixel", row_names, fps=30.0)   # rows of the built-in human
+    deg = lr.step(values_deg, t_s)       # [servo degrees] in lr.servo_names order
+    lr.infeasible                        # [[start_s, stop_s, why]] what the robot did not do
+    lr.pose_error_deg()                  # median angle between person and robot segments
+
+Each frame runs the same differential IK as offline retargeting (host/retarget/pose.py
+solve_frames: warm start from the previous frame, the description's joint and velocity limits,
+self-collision avoidance, the stance feet held flat where they stood, the centre of mass over
+the support, the torso's bow capped, the hips as low as the person crouches), fed one frame at a
+time. Live, the support phases come from the person's feet as they are now (a foot stands
+within 0.07 leg lengths of the lower foot, for at least 0.1 s): when the person stands on one
+foot the robot's weight moves onto that foot (0.5 s, then 0.1 s settled) and only then the other
+foot swings, following the person's leg, until the person lands; a lift too short for that (a
+dance step) keeps the robot's foot down and is listed in `infeasible`. The crouch follows the
+person's hip height through a 0.3 s first-order lag.
+"""
+
+import numpy as np
+
+from host.retarget import pose, support
+from host.retarget.segments import segment_directions
+from protocol.errors import FormatError
+
+
+SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
+MIN_HEIGHT = 0.7       # the hips no lower than this fraction of their standing height
+HEIGHT_TAU_S = 0.3     # the crouch follows the person through a first-order lag (a bounce faster
+                       # than the body can carry its weight tips it over: 131_03 at 5.9 s)
+
+
+class _Now:
+    """A frame-indexed array whose every index is the current frame's value (solve_frames reads
+    index f just after the caller has set it)."""
+    __slots__ = ("v",)
+
+    def __init__(self, v=None):
+        self.v = v
+
+    def __getitem__(self, f):
+        return self.v
+
+
+class _Column:
+    """One frame of rows as a staff (values (nrows, 1)) for segments.person_frames."""
+
+    def __init__(self, names, skeleton):
+        self.names = list(names)
+        self.skeleton = skeleton
+        self.frames = 1
+        self.meta = {"source": "the live link"}
+        self.values = np.zeros((len(self.names), 1))
+
+
+class LiveRetargeter:
+    def __init__(self, robot_name, row_names, fps=30.0, skeleton=None, iterations=pose.ITERS,
+                 collisions=True, balance=True):
+        from host.retarget.robotmodel import robot_body
+        from host.retarget.segments import person_frames
+        if skeleton is None:
+            from device.body.human import human_model
+            skeleton = human_model()
+        self.body = body = robot_body(robot_name)
+        self.servo_names = list(body.servo_names)
+        self.fps = float(fps)
+        self._col = _Column(row_names, skeleton)
+        self._person_frames = person_frames
+        self._needed = pose._needed(body)
+        hp, wp = person_frames(self._col, self._needed)       # raises FormatError if unmappable
+        if not segment_directions(hp, body.spec["segments"]):
+            raise FormatError("the live link: no usable segments for %s" % body.name)
+        self.balance = balance and body.humanoid
+        self.D = {k: _Now() for k in body.spec["segments"]}
+        self.D = {k: v for k, v in self.D.items() if k in segment_directions(hp, [k])}
+        self._swing = {"l": _Now(False), "r": _Now(False)}
+        self._height = _Now(1.0) if self.balance and "mid_hip" in wp else None
+        self._u = _Now(0.0)
+        self._w = {"l": _Now(0.0), "r": _Now(0.0)}
+        self._gen = pose.solve_frames(body, self.D, self.fps, self.balance, self._swing["l"],
+                                      self._swing["r"], iterations, collisions, self._height,
+                                      converge_first=False, weights=(self._u, self._w), frames=1 << 62)
+        self._u_lin = 0.0            # the weight's ramp, linear in time (u = its cosine blend)
+        self._settled_s = 0.0
+        self._swung = {"l": False, "r": False}
+        self._seen = {"l": True, "r": True}
+        self._since = {"l": 0.0, "r": 0.0}
+        self._lim = None
+        self._el = {"l_foot": [], "r_foot": []}
+        self._floor = None
+        self._stand_z = None
+        self._t_prev = None
+        self._lifted = {}
+        self.infeasible = []
+        self.errors = []             # per frame: [angle deg per mapped segment]
+        self.frames = 0
+        self.min_height = MIN_HEIGHT
+        self.height_tau_s = HEIGHT_TAU_S
+
+    # -- the person's feet, causally -------------------------------------------------------
+    def _contacts(self, wp, dt):
+        """The person's feet now: a foot stands when its lowest point (ankle or toe) is within
+        HEIGHT_LEGS leg lengths of the lower foot's (the model's hips are its fixed base, so the
+        floor is where the lower foot is); a change counts once it has lasted MIN_PHASE_S."""
+        lo = {s: min(wp[s + "_ankle"][0, 2], wp[s + "_toe"][0, 2] if s + "_toe" in wp else np.inf)
+              for s in "lr"}
+        if self._floor is None:
+            self._leg = float(np.linalg.norm(wp["l_hip"][0] - wp["l_knee"][0])
+                              + np.linalg.norm(wp["l_knee"][0] - wp["l_ankle"][0]))
+        self._floor = min(lo.values())
+        for s in "lr":
+            now = bool(lo[s] - self._floor < support.HEIGHT_LEGS * self._leg)
+            self._since[s] = 0.0 if now == self._seen[s] else self._since[s] + dt
+            if self._since[s] >= support.MIN_PHASE_S:
+                self._seen[s], self._since[s] = now, 0.0
+        return dict(self._seen)
+
+    def _support(self, t_s, on, dt):
+        """The robot's support, causally: when the person stands on one foot, the weight moves
+        onto the robot's same foot (WEIGHT_RAMP_S, then SETTLE_S), and only then the other foot
+        swings (following the person's leg, SWING_RAMP_S in and out) until the person lands."""
+        for s in "lr":
+            if not on[s] and s not in self._lifted:
+                self._lifted[s] = t_s
+                self._swung[s] = False
+            elif on[s] and s in self._lifted:
+                a = self._lifted.pop(s)
+                if not self._swung[s] and t_s - a >= support.MIN_PHASE_S:
+                    self.infeasible.append([round(a, 3), round(t_s, 3), "%s foot lifted: kept down (no "
+                                            "time to shift the weight first)" % ("left" if s == "l" else "right")])
+        sw = [s for s in "lr" if self._swing[s].v]
+        rate = dt / SWING_RAMP_S
+        if sw:
+            s = sw[0]
+            w = self._w[s].v + (rate if not on[s] else -rate)
+            self._w[s].v = float(np.clip(w, 0.0, 1.0))
+            if self._w[s].v <= 0.0 and on[s]:
+                self._swing[s].v = False
+            want = 1.0 if s == "r" else -1.0
+        else:
+            up = [s for s in "lr" if not on[s]]
+            want = 0.0 if len(up) != 1 else (1.0 if up[0] == "r" else -1.0)
+            step = dt / pose.WEIGHT_RAMP_S
+            self._u_lin = float(np.clip(want, self._u_lin - step, self._u_lin + step))
+            if want != 0.0 and self._u_lin == want:
+                self._settled_s += dt
+                if self._settled_s >= pose.SETTLE_S - 1e-9:
+                    self._swing[up[0]].v = True
+                    self._swung[up[0]] = True
+                    self._w[up[0]].v = 0.0
+                    self._settled_s = 0.0
+            else:
+                self._settled_s = 0.0
+        # u = sign 0.5 (1 - cos(pi |u_lin|)): no jump in acceleration at either end
+        self._u.v = float(np.sign(self._u_lin) * 0.5 * (1.0 - np.cos(np.pi * abs(self._u_lin))))
+
+    def _flat(self, dirs, on):
+        """pose._flat_feet's pitch reference, from the standing frames seen so far."""
+        out = dict(dirs)
+        for k in ("l_foot", "r_foot"):
+            if k not in dirs:
+                continue
+            d = dirs[k][0]
+            el = float(np.arcsin(np.clip(d[2], -1, 1)))
+            if on[k[0]] or not self._el[k]:
+                self._el[k].append(el)
+                del self._el[k][:-300]
+            e0 = float(np.median(self._el[k]))
+            az = np.arctan2(d[1], d[0])
+            el2 = el - e0
+            out[k] = np.array([[np.cos(el2) * np.cos(az), np.cos(el2) * np.sin(az), np.sin(el2)]])
+        return out
+
+    def step(self, values, t_s):
+        """Servo degrees (lr.servo_names order) for one frame of the person's rows at time t_s."""
+        body = self.body
+        col = np.array([np.nan if v is None else v for v in values], float)
+        if self.frames:
+            bad = ~np.isfinite(col)
+            col[bad] = self._col.values[bad, 0]          # a lost value keeps the last one
+        self._col.values[:, 0] = col
+        hp, wp = self._person_frames(self._col, self._needed)
+        dt = 1.0 / self.fps if self._t_prev is None else max(0.0, t_s - self._t_prev)
+        self._t_prev = t_s
+        dirs = pose._mount(body, segment_directions(hp, list(self.D)))
+        on = {"l": True, "r": True}
+        if body.humanoid and all(k in wp for k in ("l_ankle", "r_ankle", "l_hip", "l_knee")):
+            on = self._contacts(wp, dt)
+            if self.balance:
+                self._support(t_s, on, dt)
+        dirs = self._flat(dirs, on)
+        for k, d in dirs.items():
+            self.D[k].v = pose._unit(d[0])
+        if self._height is not None:
+            z = wp["mid_hip"][0, 2] - self._floor
+            self._stand_z = z if self._stand_z is None else max(self._stand_z, z)
+            h = float(np.clip(z / max(self._stand_z, 1e-6), self.min_height, 1.0))
+            # a bounce faster than the body can carry its weight is smoothed (first order, tau)
+            a = 1.0 if self.frames == 0 else min(1.0, dt / max(self.height_tau_s, 1e-9))
+            self._height.v = self._height.v + a * (h - self._height.v)
+        q = next(self._gen)
+        deg = body.to_servo_deg(q[None, body.qadr])
+        if self.balance:
+            stand = [np.array([not self._swing[s].v]) for s in "lr"]
+            deg = deg + body.to_servo_deg(pose._sag(body, q[None], stand[0], stand[1]))
+        deg = deg[0]
+        if self._lim is None:
+            from device.servo.limiter import Limiter
+            self._lim = Limiter(body.servos, start_deg=list(body.home_deg))
+        out = self._lim.step(list(deg), 0.0 if self.frames == 0 else dt)
+        self._errors(out, q)
+        self.frames += 1
+        return out
+
+    def _errors(self, deg, q):
+        R = pose.robot_directions(self.body, np.asarray(deg)[None], q[None, :7] if self.body.floating else None)
+        self.errors.append([float(pose.angle_deg(R[k][0], self.D[k].v)) for k in R if k in self.D])
+
+    def pose_error_deg(self):
+        allv = [e for row in self.errors for e in row]
+        return float(np.median(allv)) if allv else None
