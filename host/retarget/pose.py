@@ -39,6 +39,7 @@ COM_INWARD_M = 0.02       # the weight over the stance sole, this far inside its
 SETTLE_S = 0.1             # and rests there before the other foot lifts
 MIN_SWING_S = 0.6          # a lift shorter than this (a walking step) keeps the foot down
 MAX_RETIME = 4.0
+COM_COST = 3000.0          # the centre-of-mass task's cost (horizontal) against the segment tasks
 # XM430-W350 at P gain 800 in the twin: 4.6 duty/rad, so at 120 deg/s (0.4 of 300) the back-EMF
 # leaves an error of about 5 deg; faster than that the motion is slowed
 FOLLOW_FRACTION = 0.4
@@ -423,14 +424,15 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
            converge_first=True, lead=0):
     """(N, nq) qpos per output frame."""
     return np.array(list(solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions,
-                                      height, converge_first)))
+                                      height, converge_first, lead=lead)))
 
 
 def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
-                 converge_first=True, weights=None, frames=None):
+                 converge_first=True, weights=None, frames=None, lead=0, com_cost=COM_COST):
     """Yields qpos per output frame, frame f computed when the caller asks for it: a live
     caller (host/retarget/live.py) fills D[seg][f], swing_l[f], ... just before; `weights`
-    (weight, {"l": swing weight, "r": ...}) then replaces the whole-clip schedules, `frames` N."""
+    (weight, {"l": swing weight, "r": ...}) then replaces the whole-clip schedules, `frames` N;
+    the first `lead` frames (the lead-in from home) move at the lead-in's lower velocity limits."""
     import mink
     import mujoco
     m = body.model
@@ -486,7 +488,7 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
         feet[s] = (t, data.xpos[m.body(name).id].copy(), data.xmat[m.body(name).id].reshape(3, 3).copy())
     com = None
     if balance:
-        com = mink.ComTask(cost=np.array([3000.0, 3000.0, 0.0]))
+        com = mink.ComTask(cost=np.array([com_cost, com_cost, 0.0]))
         tasks.append(com)
         soles = {s: body.point_pos(data, s + "_sole").copy() for s in "lr"}
         half = 0.5 * np.linalg.norm(soles["l"] - soles["r"])
