@@ -18,6 +18,11 @@ from device.servo.emulate.base import Emulator
 
 MODEL_XM430 = 1020
 MOVING_THRESHOLD = 24
+OPERATING_MODE = 11
+POSITION_MODE = 3
+MAX_POSITION_LIMIT = 48
+MIN_POSITION_LIMIT = 52
+DATA_LIMIT_ERROR = 0x06             # status error: the data exceeds the limit value
 POSITION_D_GAIN = 80
 POSITION_P_GAIN = 84
 MOVING = 122
@@ -45,6 +50,9 @@ class DynamixelEmulator(Emulator):
             struct.pack_into("<i", t, 132, 2048)
             struct.pack_into("<I", t, MOVING_THRESHOLD, 10)         # X series defaults
             struct.pack_into("<H", t, POSITION_P_GAIN, 800)
+            t[OPERATING_MODE] = POSITION_MODE
+            struct.pack_into("<i", t, MAX_POSITION_LIMIT, 4095)
+            struct.pack_into("<i", t, MIN_POSITION_LIMIT, 0)
             self.tables[i] = t
         self.buf = b""
         self.last_packet = self.clock()
@@ -82,7 +90,16 @@ class DynamixelEmulator(Emulator):
         return sorted(self.tables) if sid == dx.BROADCAST else ([sid] if sid in self.tables else [])
 
     def _write(self, sid, addr, data):
+        """Write data at addr; the status error (0, or DATA_LIMIT_ERROR when a Goal Position
+        outside Min..Max Position Limit in position mode is refused: nothing is written)."""
         t = self.tables[sid]
+        if addr <= dx.GOAL_POSITION and addr + len(data) >= dx.GOAL_POSITION + 4 \
+                and t[OPERATING_MODE] == POSITION_MODE:
+            g = struct.unpack_from("<i", bytes(data), dx.GOAL_POSITION - addr)[0]
+            if not (struct.unpack_from("<i", t, MIN_POSITION_LIMIT)[0] <= g
+                    <= struct.unpack_from("<i", t, MAX_POSITION_LIMIT)[0]):
+                self.errors += 1
+                return DATA_LIMIT_ERROR
         if addr <= dx.GOAL_POSITION < addr + len(data) and addr + len(data) >= dx.GOAL_POSITION + 4:
             if sid in self.watchdog_tripped or not t[dx.TORQUE_ENABLE]:
                 data = data[:dx.GOAL_POSITION - addr]   # ignored goal (torque off / watchdog)
@@ -100,6 +117,7 @@ class DynamixelEmulator(Emulator):
         if self.body is not None and (addr <= dx.TORQUE_ENABLE < end
                                       or addr < dx.GOAL_POSITION + 4 and end > POSITION_D_GAIN):
             self._drive(sid)
+        return 0
 
     def _drive(self, sid):
         """Goal, torque, profile and gains to the body (velocity in units/s, accel units/s^2)."""
@@ -136,10 +154,11 @@ class DynamixelEmulator(Emulator):
             out += dx.status(sid, 0, bytes(self.tables[sid][a:a + n]))
         elif inst == dx.WRITE and len(p) >= 3:
             a = p[0] | (p[1] << 8)
+            err = 0
             for s in self._ids(sid):
-                self._write(s, a, p[2:])
+                err = self._write(s, a, p[2:])
             if sid != dx.BROADCAST and sid in self.tables:
-                out += dx.status(sid, 0)
+                out += dx.status(sid, err)
         elif inst == dx.SYNC_WRITE and len(p) >= 4:
             a, n = struct.unpack_from("<HH", p)
             k = 4

@@ -1,0 +1,100 @@
+"""Review breaks of the staff file (issue 18) and the physics twin (issue 14), each a regression test."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from device.servo import dynamixel as dx
+from device.servo.emulate import make_emulator
+from host.staff import Row, Staff
+from protocol.errors import FormatError
+
+DATA_LIMIT_ERROR = 0x06          # Protocol 2.0 status error: "data exceeds the limit value"
+MAX_POSITION_LIMIT = 48
+MIN_POSITION_LIMIT = 52
+
+
+# --- staff file ---------------------------------------------------------------------------
+
+def test_budget_refuses_infinite_values():
+    """An inf value cannot be held within any budget: refused, not clamped to the range's end."""
+    from device.body.human import human_model
+    sk = human_model()
+    v = np.repeat(sk.home[:, None], 20, axis=1) + np.linspace(0, 1, 20)[None, :]
+    v[4, 10] = np.inf
+    rows = [Row(d.name, d.unit, d.lo, d.hi, d.kind == "rotation") for d in sk.dofs]
+    st = Staff(v, rows, fps=30.0, bits=8, skeleton=sk)
+    with pytest.raises(ValueError, match="not finite"):
+        st.refit("budget", max_error_mm=5.0)
+
+
+# --- Dynamixel emulator vs the XM430 control table ---------------------------------------
+
+def _status(reply):
+    s = dx.parse_status(reply)
+    assert s is not None
+    return s
+
+
+@pytest.mark.parametrize("goal", [4096, 100000, -1, -(1 << 31)])
+def test_dynamixel_goal_outside_position_limits_is_refused(goal):
+    """XM430 (position mode): a Goal Position outside Min..Max Position Limit (0..4095 by
+    default) is not written; the status reports Data Limit Error."""
+    emu = make_emulator("dynamixel", ids=(1,))
+    lim = _status(emu.feed(dx.read(1, MAX_POSITION_LIMIT, 8)))[2]
+    assert struct.unpack("<ii", lim) == (4095, 0)
+    _status(emu.feed(dx.write(1, dx.TORQUE_ENABLE, 1, 1)))
+    _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 3000)))
+    assert _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, goal & 0xFFFFFFFF)))[1] == DATA_LIMIT_ERROR
+    got = struct.unpack("<i", _status(emu.feed(dx.read(1, dx.GOAL_POSITION, 4)))[2])[0]
+    assert got == 3000
+    assert emu.positions[1] == 3000
+    # in a sync write (no status) the servo keeps its goal too
+    emu.feed(dx.sync_write(dx.GOAL_POSITION, 4, [(1, goal & 0xFFFFFFFF)]))
+    assert struct.unpack("<i", _status(emu.feed(dx.read(1, dx.GOAL_POSITION, 4)))[2])[0] == 3000
+    # a goal inside the limits still goes
+    assert _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 4095)))[1] == 0
+    assert emu.positions[1] == 4095
+
+
+# --- the physics twin ---------------------------------------------------------------------
+
+def _flipped_op3(tmp_path):
+    """The OP3 with head_pan mounted the other way (direction +1: units grow with -joint)."""
+    import host.physics  # noqa: F401
+    import os
+    from device.servo.robot import HERE
+    from host.physics.models import load_robot
+    d = json.load(open(os.path.join(HERE, "op3-dynamixel.json")))
+    for s in d["servos"]:
+        if s["name"] == "head_pan":
+            s["direction"] = 1
+    p = tmp_path / "op3-dynamixel.json"
+    p.write_text(json.dumps(d))
+    return load_robot(str(p))
+
+
+def test_present_current_has_the_sign_of_present_velocity_on_a_flipped_servo(tmp_path):
+    """Present Current and Present Velocity share one sign convention (positive = the way
+    Present Position counts up), whichever way the servo is mounted."""
+    pytest.importorskip("mujoco")
+    from host.physics.twin import Twin
+    rm = _flipped_op3(tmp_path)
+    tw = Twin(rm, seed=0)
+    emu = make_emulator("dynamixel", ids=tw.ids, clock=tw.clock, body=tw)
+    emu.feed(dx.sync_write(dx.GOAL_POSITION, 4, [(s.id, s.to_units(s.home_deg)) for s in rm.servos]))
+    emu.feed(dx.sync_write(dx.TORQUE_ENABLE, 1, [(s.id, 1) for s in rm.servos]))
+    pan = rm.servos[rm.servo_names.index("head_pan")]
+    for goal_deg in (40.0, -40.0):
+        tw.advance(0.4)
+        start = struct.unpack("<i", _status(emu.feed(dx.read(pan.id, dx.PRESENT_POSITION, 4)))[2])[0]
+        emu.feed(dx.write(pan.id, dx.GOAL_POSITION, 4, pan.to_units(goal_deg)))
+        tw.advance(0.03)                              # accelerating: torque pushes the way it moves
+        r = _status(emu.feed(dx.read(pan.id, 126, 10)))[2]
+        cur, vel, pos = struct.unpack("<hii", r)
+        up = pan.to_units(goal_deg) > start
+        assert (pos > start) == up
+        assert (vel > 0) == up and vel != 0
+        assert (cur > 0) == up and cur != 0
