@@ -98,3 +98,36 @@ def test_present_current_has_the_sign_of_present_velocity_on_a_flipped_servo(tmp
         assert (pos > start) == up
         assert (vel > 0) == up and vel != 0
         assert (cur > 0) == up and cur != 0
+
+
+# --- simulate: bad input -----------------------------------------------------------------
+
+def _op3_staff(values, fps=50):
+    from device.servo.robot import load_robot as load_description
+    names = [s.name for s in load_description("op3-dynamixel").servos]
+    v = np.full((len(names), 10), values, dtype=float)
+    return Staff(v, [Row(n, "deg", -180.0, 180.0, True) for n in names], fps=fps, bits=16)
+
+
+def test_simulate_a_staff_with_every_value_missing_is_one_line(tmp_path, capsys):
+    pytest.importorskip("mujoco")
+    from host.cli import main
+    from host.formats import write_motion
+    p = tmp_path / "empty.png"
+    write_motion(str(p), _op3_staff(np.nan))
+    assert main(["simulate", str(p), "--robot", "op3-dynamixel", "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(p) in err[0] and "missing" in err[0]
+
+
+def test_simulate_another_robots_staff_names_the_file(tmp_path, capsys):
+    """A staff of the OP3's servo rows on the SO-101: the one line names the file (it began
+    'motionstaff: : the staff ...')."""
+    pytest.importorskip("mujoco")
+    from host.cli import main
+    from host.formats import write_motion
+    p = tmp_path / "op3rows.png"
+    write_motion(str(p), _op3_staff(0.0))
+    assert main(["simulate", str(p), "--robot", "so101-feetech"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ": :" not in err[0] and str(p) in err[0]
