@@ -131,3 +131,29 @@ def test_simulate_another_robots_staff_names_the_file(tmp_path, capsys):
     assert main(["simulate", str(p), "--robot", "so101-feetech"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and ": :" not in err[0] and str(p) in err[0]
+
+
+@pytest.mark.parametrize("args", [{"height_m": float("nan")}, {"height_m": 0.0}, {"height_m": -1.75},
+                                  {"height_m": float("inf")}, {"height_m": 1e300}, {"mass_kg": float("nan")},
+                                  {"mass_kg": -75.0}, {"height_m": "1.75"}])
+def test_header_body_arguments_that_lie_are_format_errors(args):
+    """A header's built-in body with absurd arguments (and a hash forged to match): one
+    FormatError, never a skeleton of NaN / negative bones nor an OverflowError."""
+    from host.skeletoncode import BODIES, decode_skeleton, skeleton_hash
+    try:
+        sha = skeleton_hash(BODIES["human48"][0](**args))
+    except Exception:
+        sha = "00000000"
+    code = dict(args, body="human48", sha=sha)
+    with pytest.raises(FormatError, match="human48"):
+        decode_skeleton(code)
+
+
+@pytest.mark.parametrize("feature", [["X", "pelvis", "marker", [float("nan"), 0, 0]],
+                                     ["X", "pelvis", "bogus", [0, 0, 0]],
+                                     ["X", "pelvis", "marker", [0, 0, 0], [0, 0, 0, 0]]])
+def test_header_body_features_that_lie_are_format_errors(feature):
+    from host.skeletoncode import BODIES, decode_skeleton, skeleton_hash
+    code = {"body": "human48", "sha": skeleton_hash(BODIES["human48"][0]()), "features": [feature]}
+    with pytest.raises(FormatError):
+        decode_skeleton(code)
