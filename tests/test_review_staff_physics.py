@@ -157,3 +157,21 @@ def test_header_body_features_that_lie_are_format_errors(feature):
     code = {"body": "human48", "sha": skeleton_hash(BODIES["human48"][0]()), "features": [feature]}
     with pytest.raises(FormatError):
         decode_skeleton(code)
+
+
+def test_dynamixel_eeprom_is_locked_while_torque_is_on():
+    """With the limits enforced, widening them is an EEPROM write, which an X series servo
+    refuses (Access Error) while its torque is on."""
+    emu = make_emulator("dynamixel", ids=(1,))
+    _status(emu.feed(dx.write(1, dx.TORQUE_ENABLE, 1, 1)))
+    assert _status(emu.feed(dx.write(1, MAX_POSITION_LIMIT, 4, 100000)))[1] == 0x07
+    assert _status(emu.feed(dx.write(1, 11, 1, 4)))[1] == 0x07          # operating mode too
+    lim = _status(emu.feed(dx.read(1, MAX_POSITION_LIMIT, 8)))[2]
+    assert struct.unpack("<ii", lim) == (4095, 0)
+    assert _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 100000)))[1] == DATA_LIMIT_ERROR
+    # torque off: the EEPROM takes the write (Max Position Limit 4095 is the top of the range)
+    _status(emu.feed(dx.write(1, dx.TORQUE_ENABLE, 1, 0)))
+    assert _status(emu.feed(dx.write(1, MAX_POSITION_LIMIT, 4, 3000)))[1] == 0
+    _status(emu.feed(dx.write(1, dx.TORQUE_ENABLE, 1, 1)))
+    assert _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 3001)))[1] == DATA_LIMIT_ERROR
+    assert _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 3000)))[1] == 0

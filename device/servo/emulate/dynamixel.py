@@ -1,7 +1,9 @@
 """Dynamixel Protocol 2.0 bus emulator (X series control table): CRC-16 and stuffing checked,
 ping/read/write/sync write/sync read/bulk write/reboot, status replies (not to broadcasts except
 ping and sync read), torque enable, and the Bus Watchdog (98): with torque on and no packet for
-N x 20 ms the servo stops and ignores goal writes until the watchdog is written again.
+N x 20 ms the servo stops and ignores goal writes until the watchdog is written again. As the
+XM430: in position mode (Operating Mode 3) a Goal Position outside Min..Max Position Limit
+(0..4095) is refused with Data Limit Error, and the EEPROM (below 64) is locked while torque is on.
 
     emu = DynamixelEmulator(ids=(1, 2)); emu.feed(dx.write(1, 64, 1, 1) + dx.write(1, 116, 4, 2048))
     emu.positions[1] == 2048
@@ -23,6 +25,8 @@ POSITION_MODE = 3
 MAX_POSITION_LIMIT = 48
 MIN_POSITION_LIMIT = 52
 DATA_LIMIT_ERROR = 0x06             # status error: the data exceeds the limit value
+ACCESS_ERROR = 0x07                 # status error: e.g. an EEPROM write while torque is on
+EEPROM_END = 64                     # addresses below: EEPROM, locked while torque is on
 POSITION_D_GAIN = 80
 POSITION_P_GAIN = 84
 MOVING = 122
@@ -91,8 +95,12 @@ class DynamixelEmulator(Emulator):
 
     def _write(self, sid, addr, data):
         """Write data at addr; the status error (0, or DATA_LIMIT_ERROR when a Goal Position
-        outside Min..Max Position Limit in position mode is refused: nothing is written)."""
+        outside Min..Max Position Limit in position mode is refused, ACCESS_ERROR for an EEPROM
+        write while torque is on: nothing is written)."""
         t = self.tables[sid]
+        if addr < EEPROM_END and t[dx.TORQUE_ENABLE]:
+            self.errors += 1
+            return ACCESS_ERROR
         if addr <= dx.GOAL_POSITION and addr + len(data) >= dx.GOAL_POSITION + 4 \
                 and t[OPERATING_MODE] == POSITION_MODE:
             g = struct.unpack_from("<i", bytes(data), dx.GOAL_POSITION - addr)[0]
