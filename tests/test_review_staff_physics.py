@@ -175,3 +175,13 @@ def test_dynamixel_eeprom_is_locked_while_torque_is_on():
     _status(emu.feed(dx.write(1, dx.TORQUE_ENABLE, 1, 1)))
     assert _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 3001)))[1] == DATA_LIMIT_ERROR
     assert _status(emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 3000)))[1] == 0
+
+
+def test_emulate_physics_refuses_the_other_feetech_series(capsys):
+    """The SO-101's STS3215s speak STS (little-endian words); an SCS emulator in front of its
+    twin would serve a bus the robot does not have."""
+    pytest.importorskip("mujoco")
+    from host.cli import main
+    assert main(["emulate", "feetech-scs", "--physics", "so101-feetech"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "feetech" in err[0] and "not feetech-scs" in err[0]
