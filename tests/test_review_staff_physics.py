@@ -185,3 +185,24 @@ def test_emulate_physics_refuses_the_other_feetech_series(capsys):
     assert main(["emulate", "feetech-scs", "--physics", "so101-feetech"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "feetech" in err[0] and "not feetech-scs" in err[0]
+
+
+def test_a_released_servo_at_rest_is_not_moving():
+    """Torque off and still: Moving (122) is 0 (its profile follows the joint, so setpoint and
+    the last goal differ; that is no motion)."""
+    pytest.importorskip("mujoco")
+    from host.physics.models import load_robot
+    from host.physics.twin import Twin
+    rm = load_robot("op3-dynamixel")
+    tw = Twin(rm, seed=0)
+    emu = make_emulator("dynamixel", ids=tw.ids, clock=tw.clock, body=tw)
+    emu.feed(dx.sync_write(dx.GOAL_POSITION, 4, [(s.id, s.to_units(s.home_deg)) for s in rm.servos]))
+    emu.feed(dx.sync_write(dx.TORQUE_ENABLE, 1, [(s.id, 1) for s in rm.servos]))
+    pan = rm.servos[rm.servo_names.index("head_pan")]
+    emu.feed(dx.write(pan.id, dx.GOAL_POSITION, 4, pan.to_units(20.0)))
+    tw.advance(0.8)
+    assert _status(emu.feed(dx.read(pan.id, 122, 1)))[2] == b"\x00"     # on, arrived
+    emu.feed(dx.write(pan.id, dx.TORQUE_ENABLE, 1, 0))
+    tw.advance(0.5)                                   # a vertical axis: it stays where it is
+    assert abs(tw.rm.servo_deg(np.degrees(tw.data.qpos[tw.rm.qadr]))[rm.servo_names.index("head_pan")] - 20.0) < 2.0
+    assert _status(emu.feed(dx.read(pan.id, 122, 1)))[2] == b"\x00"     # off, at rest

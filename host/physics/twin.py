@@ -156,7 +156,8 @@ class Twin:
         rm = self.rm
         with self.lock:
             qd = float(self.data.qvel[rm.dadr[k]])
-            moving = bool(self.bank.setpoint[k] != self.bank.goal[k]
+            # a released servo's profile follows the joint: only its speed says it moves
+            moving = bool((self.bank.on[k] and self.bank.setpoint[k] != self.bank.goal[k])
                           or abs(qd) > MOVING_THRESHOLD_RAD_S)
             if not self.feedback:
                 return rm.qpos_rad_to_units(s.name, float(self.bank.setpoint[k])), None, moving
