@@ -206,3 +206,14 @@ def test_a_released_servo_at_rest_is_not_moving():
     tw.advance(0.5)                                   # a vertical axis: it stays where it is
     assert abs(tw.rm.servo_deg(np.degrees(tw.data.qpos[tw.rm.qadr]))[rm.servo_names.index("head_pan")] - 20.0) < 2.0
     assert _status(emu.feed(dx.read(pan.id, 122, 1)))[2] == b"\x00"     # off, at rest
+
+
+@pytest.mark.parametrize("wrap", [2, -1, [0, 7]])
+def test_compact_header_wrap_is_zero_or_one(wrap):
+    from protocol import staffheader
+    c = {"format": "motionstaff", "version": 2, "fps": 30, "bits": 8, "frames": 1, "rows": ["a", "b"],
+         "lo": [0, 0], "hi": [1, 1], "wrap": wrap}
+    with pytest.raises(FormatError, match="wrap"):
+        staffheader.unpack(c)
+    c["wrap"] = [0, 1]
+    assert [r["wrap"] for r in staffheader.unpack(c)["rows"]] == [False, True]
