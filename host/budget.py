@@ -218,6 +218,10 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
     """
     if not (max_error_mm > 0 and math.isfinite(max_error_mm)):
         raise ValueError("--max-error-mm must be a positive number of millimetres, not %r" % (max_error_mm,))
+    if np.isinf(np.asarray(staff.values, dtype=np.float64)).any():
+        r = int(np.nonzero(np.isinf(np.asarray(staff.values, dtype=np.float64)).any(axis=1))[0][0])
+        raise ValueError("--max-error-mm: row %r holds a value that is not finite (inf): no range "
+                         "holds it within a budget" % staff.names[r])
     sk = _skeleton(staff)
     a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
     lo_v, hi_v = _half_spans(staff.values)

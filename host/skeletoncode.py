@@ -155,7 +155,8 @@ def _features_from(sk, items, where):
         try:
             name, link, kind, pos = e[0], e[1], e[2], e[3]
             ori = e[4] if len(e) > 4 else (1.0, 0.0, 0.0, 0.0)
-            feat = Feature(name, sk.link_index(link), kind, [float(x) for x in pos], [float(x) for x in ori])
+            with np.errstate(invalid="ignore", divide="ignore"):      # a zero quaternion: NaN, refused below
+                feat = Feature(name, sk.link_index(link), kind, [float(x) for x in pos], [float(x) for x in ori])
         except (TypeError, ValueError, IndexError, KeyError):
             raise FormatError("%s: features[%d] is not [name, link, kind, [x, y, z]]" % (where, i)) from None
         out.append(feat)
@@ -195,15 +196,20 @@ def decode_skeleton(code, values=None, where="header: skeleton"):
                               % (where, name, code.get("sha"), ", ".join(sorted(BODIES))))
         factory, keys = body
         args = {k: code[k] for k in keys if k in code}
+        for k, v in args.items():
+            # a body's arguments are sizes (kg, m): positive finite numbers, whatever the hash says
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e6:
+                raise FormatError("%s: body %r: %s must be a positive number, not %r" % (where, name, k, v))
         try:
             sk = factory(**args)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, ArithmeticError) as e:
             raise FormatError("%s: body %r cannot be built from %r (%s)" % (where, name, args, e)) from None
         if skeleton_hash(sk) != code.get("sha"):
             raise FormatError("%s: body %r with hash %s matches no known body (this reader's %r is %s)"
                               % (where, name, code.get("sha"), name, skeleton_hash(sk)))
         if "features" in code:
             sk = _with_features(sk, _features_from(sk, code["features"], where))
+            Skeleton.from_dict(sk.to_dict(), where="%s: body %r" % (where, name))   # checks the features
         return sk
     if "bvh" in code:
         return _from_bvh(code, values, where)

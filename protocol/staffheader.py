@@ -237,6 +237,9 @@ def unpack(c, dof_rows=None, where="header"):
         units = [d[1] for d in dof_rows]
     if "wrap" in c or not same:
         wraps = _list(c, "wrap", n, where, int) if "wrap" in c else [0] * n
+        for x in wraps:
+            if x not in (0, 1):
+                raise FormatError("%s: 'wrap' holds %r (0 or 1)" % (where, x))
     else:
         wraps = [d[2] for d in dof_rows]
     num = (int, float)

@@ -208,6 +208,8 @@ def test_dynamixel_watchdog_and_torque():
 
 def test_dynamixel_stuffed_value_round_trips():
     emu = make_emulator("dynamixel", ids=(1,))
+    # extended position mode (4): no Min/Max Position Limit, so the stuffed value is a goal
+    emu.feed(dx.write(1, 11, 1, 4))
     emu.feed(dx.write(1, dx.TORQUE_ENABLE, 1, 1) + dx.write(1, dx.GOAL_POSITION, 4, 0x00FDFFFF))
     assert emu.positions[1] == 0x00FDFFFF
 

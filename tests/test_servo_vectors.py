@@ -361,6 +361,8 @@ def test_emulators_accept_every_vendor_request(v):
     emu = make_emulator(name, **kw)
     data = H(v["hex"])
     if name == "dynamixel":
+        # extended position mode: the stuffing vectors' goals lie beyond 0..4095
+        emu.feed(dx.write(dx.BROADCAST, 11, 1, 4))
         emu.feed(dx.write(dx.BROADCAST, dx.TORQUE_ENABLE, 1, 1))
     if name == "ssc32" and not data.endswith(b"\r"):
         data += b"\r"

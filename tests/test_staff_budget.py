@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from device.body.human import human_model
 from device.body.kinematics import forward_kinematics
@@ -201,6 +201,7 @@ def test_bvh_budget_holds_by_forward_kinematics():
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10 ** 6), st.floats(0.05, 20.0), st.booleans())
+@example(45503, 6.078125, False)            # review: the decoded-values bound was 6.082 mm here
 def test_translation_after_a_rotation_is_a_lever(seed, e_mm, before):
     """A link that rotates then slides along its turned axis (or slides first): the bound holds."""
     from device.body.skeleton import Dof, Link, Skeleton
@@ -223,6 +224,9 @@ def test_translation_after_a_rotation_is_a_lever(seed, e_mm, before):
     except FormatError:
         return
     q = b.quantised()
-    bound = bound_mm(q)
+    # the bound over the data it was made from (the decoded slide may reach half a step further,
+    # which that bound's lever already covers: recomputed on decoded values it can exceed E)
+    bound = bound_mm(b)
     assert bound.max() <= e_mm
-    assert (_fk_error_mm(sk, staff.values, q.values) <= bound * (1 + 1e-6) + 1e-9).all()
+    fk = _fk_error_mm(sk, staff.values, q.values)
+    assert (fk <= bound * (1 + 1e-6) + 1e-9).all() and fk.max() <= e_mm

@@ -79,7 +79,9 @@ def run(args):
         from host.physics.twin import Twin
         twin = Twin(args.physics)                       # a missing model: ValueError, exit 2
         robot_ctl = twin.rm.description.controller
-        if robot_ctl != args.controller.split("-")[0]:
+        if robot_ctl == "feetech" and twin.rm.description.options.get("series", "sts") == "scs":
+            robot_ctl = "feetech-scs"                   # the other byte order: its own emulator
+        if robot_ctl != args.controller:
             raise ValueError("--physics %s: that robot's servos are on a %s controller, not %s"
                              % (args.physics, robot_ctl, args.controller))
         kw["body"] = twin

@@ -44,6 +44,7 @@ def _check_out(path, exts):
 
 
 def run(args):
+    import numpy as np
     from host.commands.play import load_staff
     from host.commands.render import parse_size
     if args.compare and not args.output:
@@ -60,6 +61,10 @@ def run(args):
     from host.physics.simulate import run_simulation
     rm = load_robot(args.robot)                     # no model / a model that fails: one line
     staff = load_staff(args.staff)
+    if not np.isfinite(staff.values).any():
+        raise ValueError("%s: every value is missing: nothing to simulate" % args.staff)
+    if not staff.meta.get("source"):
+        staff.meta["source"] = args.staff           # what one-line errors name
     if args.compare and staff.skeleton is None:
         raise ValueError("%s: --compare needs a person's motion (this staff has no skeleton)" % args.staff)
     run_ = run_simulation(staff, rm, seed=args.seed, balance=not args.no_balance,

@@ -143,7 +143,7 @@ class ServoBank:
         return self.tau
 
     def moving(self, qd_rad_s, threshold_rad_s):
-        return (self.setpoint != self.goal) | (np.abs(qd_rad_s) > threshold_rad_s)
+        return (self.on & (self.setpoint != self.goal)) | (np.abs(qd_rad_s) > threshold_rad_s)
 
 
 def _servo_step_py(q, qd, dt, goal, sp, spv, vlim, alim, on, kp, kd, duty, tau, sat, gap, res, deadband,

@@ -12,8 +12,8 @@
 The emulator hook (host-agnostic, device/servo/emulate/base.py documents it):
     body.set_goal(servo_id, position_units, velocity_limit, torque_on, accel_limit=0,
                   p_gain=None, d_gain=None)   # limits in position units/s and units/s^2, 0 = none
-    body.read(servo_id) -> (present_position_units, load (-1..1 of stall, None = no sensor),
-                            moving), or None for a servo the body does not have
+    body.read(servo_id) -> (present_position_units, load (-1..1 of stall, + the way the units
+                            count; None = no sensor), moving), or None for a servo it lacks
 A PWM servo (Maestro) has no feedback: read gives the Maestro's own output pulse (its ramped
 target), load None.
 
@@ -156,12 +156,15 @@ class Twin:
         rm = self.rm
         with self.lock:
             qd = float(self.data.qvel[rm.dadr[k]])
-            moving = bool(self.bank.setpoint[k] != self.bank.goal[k]
+            # a released servo's profile follows the joint: only its speed says it moves
+            moving = bool((self.bank.on[k] and self.bank.setpoint[k] != self.bank.goal[k])
                           or abs(qd) > MOVING_THRESHOLD_RAD_S)
             if not self.feedback:
                 return rm.qpos_rad_to_units(s.name, float(self.bank.setpoint[k])), None, moving
             q = float(self.data.qpos[rm.qadr[k]])
-            load = float(self.bank.tau[k]) / self.spec.stall_nm
+            # load is signed as the units count (as Present Velocity): the joint's torque
+            # times the mounting's sign
+            load = float(self.bank.tau[k]) / self.spec.stall_nm * rm.sign[s.name] * (1.0 if s.direction > 0 else -1.0)
             return rm.qpos_rad_to_units(s.name, q), load, moving
 
     def velocity_units(self, servo_id):

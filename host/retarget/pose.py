@@ -224,13 +224,13 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
     from host.retarget import support
     body = robot_body(robot_name)
     if staff.frames < 1:
-        raise FormatError("%s: the staff has no frames" % staff.meta.get("source", "staff"))
+        raise FormatError("%s: the staff has no frames" % (staff.meta.get("source") or "staff"))
     hp, wp = person_frames(staff, _needed(body))
     src_fps = float(staff.fps)
     dirs = _mount(body, segment_directions(hp, body.spec["segments"]))
     if not dirs:
         raise FormatError("%s: no usable segments for %s (needs %s)" % (
-            staff.meta.get("source", "staff"), body.name, ", ".join(body.spec["segments"])))
+            staff.meta.get("source") or "staff", body.name, ", ".join(body.spec["segments"])))
     humanoid = body.humanoid and balance
     contacts = None
     notes = []

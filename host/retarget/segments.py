@@ -130,7 +130,7 @@ def person_frames(staff, needed=None):
     if sk is None or not hasattr(sk, "links"):
         raise FormatError("%s: the staff has no skeleton, so its segments cannot be computed "
                           "(a staff of the robot's own servo rows plays as is)"
-                          % staff.meta.get("source", "staff"))
+                          % (staff.meta.get("source") or "staff"))
     idx = match_points(sk, needed)
     q = np.zeros((staff.frames, sk.ndof))
     index = {n: j for j, n in enumerate(staff.names)}

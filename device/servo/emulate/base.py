@@ -7,7 +7,8 @@ An optional body (a physics twin, or anything with these two methods) stands beh
 servos; the Dynamixel, Feetech and Maestro emulators drive it and report from it:
     body.set_goal(servo_id, position_units, velocity_limit, torque_on, accel_limit=0,
                   p_gain=None, d_gain=None)     # limits in position units/s, units/s^2; 0 = none
-    body.read(servo_id) -> (present_position_units, load (-1..1, None = no sensor), moving)
+    body.read(servo_id) -> (present_position_units, load (-1..1, + the way the units count;
+                           None = no sensor), moving)
                            or None (no such servo: the emulator's own registers stand)
 Without a body a servo reaches its goal at once (present position = goal).
 """

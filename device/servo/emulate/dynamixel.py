@@ -1,7 +1,9 @@
 """Dynamixel Protocol 2.0 bus emulator (X series control table): CRC-16 and stuffing checked,
 ping/read/write/sync write/sync read/bulk write/reboot, status replies (not to broadcasts except
 ping and sync read), torque enable, and the Bus Watchdog (98): with torque on and no packet for
-N x 20 ms the servo stops and ignores goal writes until the watchdog is written again.
+N x 20 ms the servo stops and ignores goal writes until the watchdog is written again. As the
+XM430: in position mode (Operating Mode 3) a Goal Position outside Min..Max Position Limit
+(0..4095) is refused with Data Limit Error, and the EEPROM (below 64) is locked while torque is on.
 
     emu = DynamixelEmulator(ids=(1, 2)); emu.feed(dx.write(1, 64, 1, 1) + dx.write(1, 116, 4, 2048))
     emu.positions[1] == 2048
@@ -18,6 +20,13 @@ from device.servo.emulate.base import Emulator
 
 MODEL_XM430 = 1020
 MOVING_THRESHOLD = 24
+OPERATING_MODE = 11
+POSITION_MODE = 3
+MAX_POSITION_LIMIT = 48
+MIN_POSITION_LIMIT = 52
+DATA_LIMIT_ERROR = 0x06             # status error: the data exceeds the limit value
+ACCESS_ERROR = 0x07                 # status error: e.g. an EEPROM write while torque is on
+EEPROM_END = 64                     # addresses below: EEPROM, locked while torque is on
 POSITION_D_GAIN = 80
 POSITION_P_GAIN = 84
 MOVING = 122
@@ -45,6 +54,9 @@ class DynamixelEmulator(Emulator):
             struct.pack_into("<i", t, 132, 2048)
             struct.pack_into("<I", t, MOVING_THRESHOLD, 10)         # X series defaults
             struct.pack_into("<H", t, POSITION_P_GAIN, 800)
+            t[OPERATING_MODE] = POSITION_MODE
+            struct.pack_into("<i", t, MAX_POSITION_LIMIT, 4095)
+            struct.pack_into("<i", t, MIN_POSITION_LIMIT, 0)
             self.tables[i] = t
         self.buf = b""
         self.last_packet = self.clock()
@@ -82,7 +94,20 @@ class DynamixelEmulator(Emulator):
         return sorted(self.tables) if sid == dx.BROADCAST else ([sid] if sid in self.tables else [])
 
     def _write(self, sid, addr, data):
+        """Write data at addr; the status error (0, or DATA_LIMIT_ERROR when a Goal Position
+        outside Min..Max Position Limit in position mode is refused, ACCESS_ERROR for an EEPROM
+        write while torque is on: nothing is written)."""
         t = self.tables[sid]
+        if addr < EEPROM_END and t[dx.TORQUE_ENABLE]:
+            self.errors += 1
+            return ACCESS_ERROR
+        if addr <= dx.GOAL_POSITION and addr + len(data) >= dx.GOAL_POSITION + 4 \
+                and t[OPERATING_MODE] == POSITION_MODE:
+            g = struct.unpack_from("<i", bytes(data), dx.GOAL_POSITION - addr)[0]
+            if not (struct.unpack_from("<i", t, MIN_POSITION_LIMIT)[0] <= g
+                    <= struct.unpack_from("<i", t, MAX_POSITION_LIMIT)[0]):
+                self.errors += 1
+                return DATA_LIMIT_ERROR
         if addr <= dx.GOAL_POSITION < addr + len(data) and addr + len(data) >= dx.GOAL_POSITION + 4:
             if sid in self.watchdog_tripped or not t[dx.TORQUE_ENABLE]:
                 data = data[:dx.GOAL_POSITION - addr]   # ignored goal (torque off / watchdog)
@@ -100,6 +125,7 @@ class DynamixelEmulator(Emulator):
         if self.body is not None and (addr <= dx.TORQUE_ENABLE < end
                                       or addr < dx.GOAL_POSITION + 4 and end > POSITION_D_GAIN):
             self._drive(sid)
+        return 0
 
     def _drive(self, sid):
         """Goal, torque, profile and gains to the body (velocity in units/s, accel units/s^2)."""
@@ -136,10 +162,11 @@ class DynamixelEmulator(Emulator):
             out += dx.status(sid, 0, bytes(self.tables[sid][a:a + n]))
         elif inst == dx.WRITE and len(p) >= 3:
             a = p[0] | (p[1] << 8)
+            err = 0
             for s in self._ids(sid):
-                self._write(s, a, p[2:])
+                err = self._write(s, a, p[2:])
             if sid != dx.BROADCAST and sid in self.tables:
-                out += dx.status(sid, 0)
+                out += dx.status(sid, err)
         elif inst == dx.SYNC_WRITE and len(p) >= 4:
             a, n = struct.unpack_from("<HH", p)
             k = 4
