@@ -537,6 +537,10 @@ class Unit:
             mod = importlib.import_module("device.estimate")
             opts = dict(self.cfg.get("estimator_options") or {})
             opts.pop("magnetometer", None)      # the orient estimator's; the model filters get no mag
+            # a body-worn fused orientation against the model's: soft tissue (5-30 deg on the
+            # arms as the joints move), the calibration stance, the fusion's offset and heading
+            # walk, not the chip's 1 deg: FUSED_ORIENT_SIGMA_RAD unless the config says
+            opts.setdefault("orient_sigma_rad", FUSED_ORIENT_SIGMA_RAD)
             est = _make_model_estimator(mod, name, sk, self.dt_s, opts)
         est.initialise(sk.home.copy())
         self.estimator = est
@@ -557,6 +561,15 @@ class Unit:
             b.close()
         if self.camera is not None:
             self.camera.close()
+
+
+# The fused orientations' measurement noise for the unit's model estimators (rad, per axis).
+# 0.1 rad (5.7 deg): the honest subject's arm sensors sit 15-35 deg from the true pose at the
+# worst (tests/test_capture_ekf.py), the real trial's Xsens segments 5 deg RMS from Vicon after
+# their offsets (docs/estimation.md); at 0.02 (the chip's noise plus margin) the filter bends
+# the joints to fit them: at the shoulder's gimbal lock it slid onto a wrong branch that fits
+# them as well as the truth (default demo, 131_03: 13.4 deg RMS; 6.6 at 0.1).
+FUSED_ORIENT_SIGMA_RAD = 0.1
 
 
 def _make_model_estimator(mod, name, sk, dt_s, opts, where="unit config"):
