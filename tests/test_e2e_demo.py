@@ -23,7 +23,10 @@ def test_pipeline_short_run_reports_and_writes_every_file(tmp_path):
     assert n == round(3.5 * 30) and r["frames_streamed"] == n and r["frames_delivered"] == n
     assert r["corrupted_frames_delivered"] == 0
     assert r["checks"]["servo_commands_mismatched"] == 0 and r["servo_commands"] > 0
-    assert r["rms_deg"] is not None and r["rms_deg"] <= 2.0
+    # the default subject wears honest sensors (device/capture/subject.py HONEST): 9.55 deg RMS
+    # over these 2 s; the bound is that figure's, so a change of the
+    # estimator or the sensor model shows here
+    assert r["rms_deg"] is not None and 9.0 <= r["rms_deg"] <= 10.0, r["rms_deg"]
     assert 0 < r["latency_p50_ms"] <= r["latency_p99_ms"]
     assert r["bytes_per_frame"] > r["rows"]                   # codes plus packet overhead
     assert r["download"] is not None and r["download"]["identical"]

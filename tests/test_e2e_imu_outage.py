@@ -11,7 +11,10 @@ from tools import robust
 
 @pytest.mark.parametrize("estimator", ["ekf", "orient"])
 def test_imu_outage_degrades_and_recovers_without_stopping(tmp_path, estimator):
-    r = robust.imu_outage(str(tmp_path), estimator=estimator)
+    # the ideal sensors: the test isolates what the outage does to one segment (errors within
+    # 2 deg before and after); the honest subject's soft tissue and calibration stance put
+    # degrees of error on every segment before any outage (docs/estimation.md)
+    r = robust.imu_outage(str(tmp_path), estimator=estimator, noise={"profile": "ideal"})
     assert r["estimator"] == estimator
     # the sensor really went away and came back
     assert r["stale_frames"] >= 25 and r["rejoins"] == 1 and r["alive_at_end"], r

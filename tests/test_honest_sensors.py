@@ -29,7 +29,7 @@ def test_ideal_profile_is_the_old_subject_bit_for_bit():
         b.advance(t)
         for ra, rb in zip(a.sensors, b.sensors):
             assert ra["state"] == rb["state"]
-    assert NOISE is IDEAL and set(k for k in HONEST if HONEST[k] != IDEAL[k]) == {
+    assert NOISE is HONEST and set(k for k in HONEST if HONEST[k] != IDEAL[k]) == {
         "stance_error_deg", "stm_gain", "accel_scale", "skew_s", "fused_heading_walk_deg_sqrt_s",
         "fused_offset_deg", "fused_lag_s", "gyro_bias_walk_dps_sqrt_s"}
     with pytest.raises(ValueError, match="'profile' must be one of ideal, honest"):

@@ -106,7 +106,7 @@ def _err(cap, rows, a_s, b_s):
     return float(np.sqrt(np.nanmean(d ** 2)))
 
 
-def imu_outage(d, estimator="ekf", start_s=3.0, end_s=4.0, seconds=4.5):
+def imu_outage(d, estimator="ekf", start_s=3.0, end_s=4.0, seconds=4.5, noise=None):
     """The demo's capture + stream with the left shank's IMU powered off from start_s to end_s
     (EKF: the human model performing the clip; "orient": the clip's own skeleton)."""
     sensor, link_name = ("l_shank_imu", "l_shank") if estimator != "orient" else ("LeftKnee_imu", "LeftKnee")
@@ -116,6 +116,8 @@ def imu_outage(d, estimator="ekf", start_s=3.0, end_s=4.0, seconds=4.5):
 
     def configure(cfg):
         cfg["subject"]["outages"] = [{"sensor": sensor, "start_s": start_s, "end_s": end_s}]
+        if noise is not None:
+            cfg["subject"]["noise"] = dict(noise)
     cap = capture(d, default_clip(), seconds, estimator=estimator, camera=False, configure=configure)
     unit, loop = cap["unit"], cap["loop"]
     sk = unit.skeleton

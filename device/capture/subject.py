@@ -7,6 +7,7 @@
     subj.advance(t_s)              # the body at t (the chips' truth callables read this state)
     subj.q_true(t_s)               # the TRUE joint values (dof units) for --truth
 
+Its sensors are the honest ones by default (HONEST below; noise={"profile": "ideal"}: IDEAL).
 The body is a skeleton moved by a clip (device.capture.bvhclip.Clip: its own BVH skeleton, so
 the truth is exactly the clip's rotations: its channels, each joint's triple in its canonical
 form (|middle| <= 90 deg, the same rotation), linearly interpolated) or by a function t -> q. The
@@ -68,7 +69,7 @@ IDEAL = {
 HONEST = dict(IDEAL, stance_error_deg=2.5, stm_gain=0.05, accel_scale=0.01, skew_s=0.005,
               fused_heading_walk_deg_sqrt_s=0.3, fused_offset_deg=2.0, fused_lag_s=0.01,
               gyro_bias_walk_dps_sqrt_s=0.05)
-NOISE = IDEAL          # the default of the simulated subject; noise={"profile": "honest"}: HONEST
+NOISE = HONEST         # the default of the simulated subject; noise={"profile": "ideal"}: IDEAL
 PROFILES = {"ideal": IDEAL, "honest": HONEST}
 FIELD_UT = 45.0
 
