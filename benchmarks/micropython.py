@@ -50,6 +50,8 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--pico-only", action="store_true", help="only the emulated RP2040 section")
+    ap.add_argument("--receiver-only", action="store_true",
+                    help="with --pico-only: only the receiver rows (kernel and duty)")
     ap.add_argument("--fuzz", type=int, default=1000, help="fuzzed packets into the emulated Pico")
     a = ap.parse_args(argv)
     ok, why = available()
@@ -60,7 +62,7 @@ def main(argv=None):
         wasm_section()
     import pico_section
 
-    return pico_section.main(a.fuzz)
+    return pico_section.main(a.fuzz, a.receiver_only)
 
 
 def wasm_section():

@@ -1,6 +1,7 @@
 """The emulated-RP2040 section of benchmarks/micropython.py: our firmware on the real rp2 port.
 
     python benchmarks/micropython.py --pico-only [--fuzz N]
+    python benchmarks/micropython.py --pico-only --receiver-only   # the receiver rows, ~3 min
 
 Everything runs on MicroPython 1.27's rp2 port (RPI_PICO UF2) booted on rp2040js, with the
 files `deploy` writes (tools/mpy/pico.py). Times are emulated microseconds at 125 MHz, read by
@@ -29,13 +30,14 @@ def _header(n, lo=-90.0, hi=90.0):
                      for i in range(n)], "skeleton": None, "source": "", "captured": ""}
 
 
-def kernels():
+def kernels(receiver_only=False):
     enc = pk.Encoder(clock_us=lambda: 0)
     fr = [enc.frame([(k * 13 + j * 7) & 255 for j in range(NSERVO)]) for k in range(70)]
     uart = [(1.0, b"".join(enc.header(_header(NSERVO))))]
     uart += [(1.2 + FRAME_MS / 1000.0 * k, f) for k, f in enumerate(fr)]
-    code = ("import pico_bench\npico_bench.receiver(%d, 30, %d)\npico_bench.codec()\n"
-            "pico_bench.ekf(6, 2)\npico_bench.ekf(48, 1)\n" % (NSERVO, min(len(f) for f in fr)))
+    code = "import pico_bench\npico_bench.receiver(%d, 30, %d)\n" % (NSERVO, min(len(f) for f in fr))
+    if not receiver_only:
+        code += "pico_bench.codec()\npico_bench.ekf(6, 2)\npico_bench.ekf(48, 1)\n"
     t = time.time()
     out, res = pico.bench_script(code, uart=uart, until_s=90)
     out["wall_per_s"] = (time.time() - t) / (res["end_ns"] / 1e9)
@@ -126,11 +128,11 @@ def golden():
     return rows
 
 
-def main(nfuzz):
+def main(nfuzz, receiver_only=False):
     print()
     print("== the same firmware on the real MicroPython rp2 port (v1.27, RPI_PICO), emulated RP2040 ==")
     print("   rp2040js 1.4.1 at 125 MHz, cycle-counted; times in emulated us read by time.ticks_us")
-    k = kernels()
+    k = kernels(receiver_only)
     rc = k["receiver"]
     nfr = float(len(rc["us"]))               # polls that used exactly one frame
     per_frame = sum(rc["us"]) / nfr
@@ -142,8 +144,10 @@ def main(nfuzz):
     print("%-56s %10.0f %10.1f" % ("receiver chain per frame, %d servos (UART0 -> PWM)" % NSERVO, per_frame, heap_frame))
     if idles:
         print("%-56s %10.0f %10s" % ("receiver idle poll, %d servos (nothing waiting)" % NSERVO, idle, "0"))
-    print("%-56s %10.0f %10.1f" % ("staff frame encode + packet, 48 rows (floats: boxed)", k["codec"]["us"], k["codec"]["heap"]))
-    for d in (6, 48):
+    if "codec" in k:                          # not with --receiver-only
+        print("%-56s %10.0f %10.1f" % ("staff frame encode + packet, 48 rows (floats: boxed)",
+                                       k["codec"]["us"], k["codec"]["heap"]))
+    for d in (6, 48) if "codec" in k else ():
         e = k["ekf%d" % d]
         heap = "%d" % e["heap"] if e["heap"] is not None else "> %d" % e["free"]
         print("%-56s %10.0f %10s" % ("fixed-point EKF step, %d joints (Q20/Q30/Q40: long ints)" % d,
@@ -158,6 +162,8 @@ def main(nfuzz):
     print("product main.py, %d servos: the RP2040 is busy %.0f%% of the time idle (its poll loop), "
           "%.0f%% with a 50 Hz stream (overruns %d)" % (NSERVO, 100 * d_idle, 100 * d_busy, over))
     print("wall time per emulated second (this machine, kernels run): %.1f s" % k["wall_per_s"])
+    if receiver_only:
+        return 0
     print()
     print("failsafe (4 servos, timeout 100 ms, 50 Hz PWM): first pulse change after the last frame")
     for action in ("hold", "home", "release"):

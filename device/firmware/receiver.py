@@ -128,10 +128,17 @@ class Receiver:
         if self.start_ms is None:
             self.start_ms = now_ms
         rx = self.rx
+        nrx = len(rx)
+        uart = self.uart
         reader = self.reader
-        # drain what the UART holds, a buffer at a time (bounded: 16 buffers = 2 KB per pass)
+        # drain what the UART holds, a buffer at a time (bounded: 16 buffers = 2 KB per pass).
+        # Only what any() says is there: on the rp2 port readinto(rx) with fewer bytes waiting
+        # than rx holds waits timeout_char (>= 1 ms) for more
         for _ in range(16):
-            n = self.uart.readinto(rx)
+            n = uart.any()
+            if n <= 0:
+                break
+            n = uart.readinto(rx, n if n < nrx else nrx)
             if not n:
                 break
             i = 0
@@ -146,7 +153,7 @@ class Receiver:
                     self._frame(now_ms)
                 elif kind == OTHER:
                     self._other(reader.packets)
-            if n < len(rx):
+            if n < nrx:
                 break
         self._timeout(now_ms)
         self.bank.tick(now_ms, _ticks_diff)
@@ -208,11 +215,19 @@ class Receiver:
             self.bank.hold()
 
     def run(self):
-        """Loop forever on the board's clock."""
+        """Loop forever on the board's clock, at most one pass per millisecond: a pass in the
+        same ms as the last would tick with dt = 0 (a servo just given a target would get one
+        pulse where it was); the CPython twin polls on a 1 ms grid."""
+        last = None
         while True:
-            self.poll(time.ticks_ms())
+            now = time.ticks_ms()
+            if now != last:
+                last = now
+                self.poll(now)
             if not self.uart.any():
                 time.sleep_ms(1)
+            elif time.ticks_ms() == last:
+                time.sleep_us(100)
 
 
 def main(path="/receiver.json"):
