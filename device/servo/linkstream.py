@@ -70,6 +70,7 @@ class LinkStreamer:
         s.budget = min(s.buffer_bytes, max(s.budget, need))
         self._hello = True
         self._urgent = True
+        self._starving = False
         self._fresh = True          # this header is not wholly on the line yet: frames wait
         self._frame_len = 0
         self._queue = []            # parts of a previous header still queued: this one instead
@@ -116,7 +117,7 @@ class LinkStreamer:
         parts = len(self._tails)
         # a scheduled repeat leaves room for the next two frames (it never pushes a frame out);
         # the first header and one the receiver asked for go first
-        reserve = 0 if self._urgent else 2 * self._frame_len
+        reserve = 0 if (self._urgent or self._starving) else 2 * self._frame_len
         while self._queue:
             i = self._queue[0]
             tail = self._tails[i]
@@ -129,6 +130,9 @@ class LinkStreamer:
                    credit=self._urgent)
             self._queue.pop(0)
             self.n["header_parts_sent"] += 1
+            if self._starving and not self._urgent:
+                self._starving = False      # one part ahead of the frames, then a frame again
+                return not self._queue
         self._urgent = False
         self._fresh = False
         return True
@@ -172,8 +176,11 @@ class LinkStreamer:
             self._last_hb = None
         if self.header_every_s and now - self._last_header >= self.header_every_s:
             self._due_header()
-        if self._queue and now - self._last_header > 0.25:
-            self._urgent = True     # a full line never starves the repeat: frames wait for it
+        # a full line never starves the repeat: past 0.25 s its parts go ahead of the frames one
+        # at a time, each within the frames' max_delay_s of queued line time (a frame that would
+        # take a waiting part's room is skipped whole), so the repeat goes on and no frame waits
+        # behind a header burst
+        self._starving = bool(self._queue) and not self._urgent and now - self._last_header > 0.25
         self._send_header_parts()
         if self.heartbeat_s and (self._last_hb is None or now - self._last_hb >= self.heartbeat_s):
             hb = self.enc.heartbeat(int(now * 1000), self.n["frames_sent"], self.n["frames_skipped"],
@@ -192,7 +199,7 @@ class LinkStreamer:
         before = self.sender.counts["bytes"]
         # a frame of a header not yet wholly sent would be read with the receiver's old ranges
         # (same row count): it waits, skipped whole, until that header is on the line
-        if not (self._fresh and self._queue) and \
+        if not (self._fresh and self._queue) and not self._starving and \
                 self.sender.send(pkt, "frame", self.sender.frame_budget(), self.sender.in_burst()):
             self.n["frames_sent"] += 1
             if self.record:
