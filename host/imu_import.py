@@ -37,10 +37,21 @@ CSV_QUAT = ("quat_w", "quat_x", "quat_y", "quat_z")
 COUNTER_WRAP = 65536
 
 
+def _no_repeats(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise FormatError("%r named twice" % k)
+        d[k] = v
+    return d
+
+
 def load_mapping(path):
     try:
         with open(path) as f:
-            m = json.load(f)
+            m = json.load(f, object_pairs_hook=_no_repeats)
+    except FormatError as e:
+        raise FormatError("%s: %s (a sensor once, one segment each)" % (path, e))
     except ValueError as e:
         raise FormatError("%s: not valid JSON (%s)" % (path, e))
     if not isinstance(m, dict) or m.get("format") != MAP_FORMAT:
@@ -52,14 +63,20 @@ def load_mapping(path):
     out = {}
     for sid, v in m["sensors"].items():
         e = {"link": v} if isinstance(v, str) else v
-        if not isinstance(e, dict) or e.get("link") not in links:
+        if not isinstance(e, dict) or not isinstance(e.get("link"), str) or e["link"] not in links:
             raise FormatError("%s: sensor %s: segment %r is not a link of the body" % (path, sid, v))
-        out[str(sid)] = {"link": e["link"], "name": e.get("name", e["link"] + "_imu")}
+        name = e.get("name", e["link"] + "_imu")
+        if not isinstance(name, str) or not name:
+            raise FormatError("%s: sensor %s: name %r is not a sensor name" % (path, sid, name))
+        out[str(sid)] = {"link": e["link"], "name": name}
     names = [e["name"] for e in out.values()]
     if len(set(names)) != len(names):
         raise FormatError("%s: two sensors map to the same name" % path)
+    mag = m.get("mag_ut_per_unit", 50.0)
+    if not isinstance(mag, (int, float)) or isinstance(mag, bool) or not 0 < mag < 1e4:
+        raise FormatError("%s: mag_ut_per_unit %r is not a positive number" % (path, mag))
     return {"sensors": out, "body": m.get("body", "human-legs"),
-            "mag_ut_per_unit": float(m.get("mag_ut_per_unit", 50.0)), "path": path}
+            "mag_ut_per_unit": float(mag), "path": path}
 
 
 def _mapped(mapping, sid, path):
@@ -78,7 +95,7 @@ def _read_xsens_file(path):
     k = 0
     for k, line in enumerate(lines):
         if line.startswith("//"):
-            mt = re.search(r"Update Rate:\s*([0-9.]+)\s*Hz", line)
+            mt = re.search(r"Update Rate:\s*([0-9]+(?:\.[0-9]*)?)\s*Hz", line)
             if mt:
                 rate = float(mt.group(1))
             continue
@@ -88,6 +105,8 @@ def _read_xsens_file(path):
         raise FormatError("%s: not an Xsens MT Manager export (no PacketCounter, Acc_*, Gyr_* header)" % path)
     if rate is None:
         raise FormatError("%s: no '// Update Rate: ...Hz' line" % path)
+    if not 0 < rate <= 10000:
+        raise FormatError("%s: Update Rate %g Hz is not a sample rate (0 < rate <= 10000)" % (path, rate))
     rows = []
     for n, line in enumerate(lines[k + 1:], k + 2):
         if not line.strip():
@@ -96,9 +115,12 @@ def _read_xsens_file(path):
         if len(cells) != len(head):
             raise FormatError("%s: line %d has %d columns, the header %d" % (path, n, len(cells), len(head)))
         try:
-            rows.append([float(c) if c.strip() else np.nan for c in cells])
+            row = [float(c) if c.strip() else np.nan for c in cells]
         except ValueError:
             raise FormatError("%s: line %d: not a number" % (path, n))
+        if any(c.strip() and not np.isfinite(v) for c, v in zip(cells, row)):
+            raise FormatError("%s: line %d: a value is inf or nan (an empty cell is a lost value)" % (path, n))
+        rows.append(row)
     if not rows:
         raise FormatError("%s: no samples" % path)
     return rate, head, np.array(rows, float)
@@ -131,7 +153,14 @@ def read_xsens(paths, mapping, max_gap_s=0.5):
         d = np.diff(c) % COUNTER_WRAP
         if (d == 0).any():
             raise FormatError("%s: PacketCounter %d repeats" % (p, c[1:][d == 0][0]))
-        cu = np.concatenate([[c[0]], c[0] + np.cumsum(d)])
+        if data:
+            # the station's counters run together: place this file's first counter next to
+            # the first file's, across the wrap (65535 then 0 is one step, not 65535 back)
+            c0 = data[0][5][0] + ((int(c[0]) - data[0][5][0] + COUNTER_WRAP // 2) % COUNTER_WRAP
+                                  - COUNTER_WRAP // 2)
+        else:
+            c0 = int(c[0])
+        cu = np.concatenate([[c0], c0 + np.cumsum(d)])
         big = np.nonzero(d - 1 > max_gap_s * rate)[0]
         if len(big):
             i = big[0]
@@ -178,9 +207,10 @@ def read_xsens(paths, mapping, max_gap_s=0.5):
     return rec
 
 
-def read_csv(path, mapping, rate_tol=0.01):
+def read_csv(path, mapping, rate_tol=0.01, max_gap_s=0.5):
     """The generic CSV (docs/rawlog.md): a header naming CSV_REQUIRED (+ optional CSV_MAG,
-    CSV_QUAT) columns, one row per sensor sample; every sensor at the same rate."""
+    CSV_QUAT) columns, one row per sensor sample; every sensor at the same rate. A sensor's
+    time step (or its start/end against the others) longer than max_gap_s is refused."""
     with open(path, encoding="utf-8", errors="replace") as f:
         head = [c.strip() for c in f.readline().split(",")]
         body = f.read().splitlines()
@@ -199,6 +229,8 @@ def read_csv(path, mapping, rate_tol=0.01):
             vals = [float(cells[i]) if cells[i] else np.nan for i in range(len(head)) if i != col["sensor"]]
         except ValueError:
             raise FormatError("%s: line %d: not a number" % (path, n))
+        if any(np.isinf(v) for v in vals) or any(c.lower() == "nan" for c in cells):
+            raise FormatError("%s: line %d: a value is inf or nan (an empty cell is a lost value)" % (path, n))
         per.setdefault(cells[col["sensor"]], []).append(vals)
     if not per:
         raise FormatError("%s: no samples" % path)
@@ -209,7 +241,7 @@ def read_csv(path, mapping, rate_tol=0.01):
     dts = {}
     for sid, rows in per.items():
         t = np.array(rows)[:, ci["time_s"]]
-        if len(t) < 2 or not (np.diff(t) > 0).all():
+        if len(t) < 2 or not np.isfinite(t).all() or not (np.diff(t) > 0).all():
             raise FormatError("%s: sensor %s: time_s must increase (at least 2 samples)" % (path, sid))
         dts[sid] = float(np.median(np.diff(t)))
     ref = min(dts.values())
@@ -220,6 +252,12 @@ def read_csv(path, mapping, rate_tol=0.01):
     rate = 1.0 / ref
     t0 = min(np.array(r)[0, ci["time_s"]] for r in per.values())
     t1 = max(np.array(r)[-1, ci["time_s"]] for r in per.values())
+    for sid, rows in per.items():
+        t = np.concatenate([[t0], np.array(rows)[:, ci["time_s"]], [t1]])
+        i = int(np.argmax(np.diff(t)))
+        if t[i + 1] - t[i] > max_gap_s + 0.5 / rate:
+            raise FormatError("%s: sensor %s: no sample from time_s %.6g to %.6g (%.3g s > max_gap_s %.2f)"
+                              % (path, sid, t[i], t[i + 1], t[i + 1] - t[i], max_gap_s))
     frames = int(round((t1 - t0) * rate)) + 1
     rec = _empty(rate, frames)
     rec["gaps"] = {}

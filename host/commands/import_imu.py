@@ -5,7 +5,8 @@
     motionstaff capture --replay walk.jsonl --config unit.json --record walk.msr
 
 Xsens MT Manager exports (.txt, one per sensor; the id ends the file name) or one generic CSV.
-Every check (format, mapping, rates, packet-counter gaps longer than --max-gap) runs before the
+Every check (format, mapping, rates, packet-counter or time gaps longer than --max-gap, an --out
+that exists: a recording is never replaced) runs before the
 log is written; lost packets within the limit become null (stale) frames and are listed.
 """
 
@@ -25,6 +26,7 @@ def add_arguments(p):
 
 def run(args):
     from host.imu_import import load_mapping, read_csv, read_xsens, write_rawlog
+    from host.outpaths import check_output
     from protocol.errors import FormatError
     for p in args.inputs:
         if not os.path.isfile(p):
@@ -32,14 +34,14 @@ def run(args):
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise FileNotFoundError(2, "No such directory", out_dir)
-    if os.path.exists(args.out) and not os.path.isfile(args.out):
-        raise FormatError("%s: not a regular file" % args.out)
+    # a raw log is a recording: never replaced (host/outpaths.py)
+    check_output(args.out, "--out", overwrite=False)
     mapping = load_mapping(args.map)
     csvs = [p for p in args.inputs if p.lower().endswith(".csv")]
     if csvs:
         if len(args.inputs) != 1:
             raise FormatError("%s: give one generic CSV (all sensors in it), not with other files" % csvs[0])
-        rec = read_csv(csvs[0], mapping)
+        rec = read_csv(csvs[0], mapping, max_gap_s=args.max_gap)
     else:
         rec = read_xsens(args.inputs, mapping, max_gap_s=args.max_gap)
     write_rawlog(args.out, rec)

@@ -1,0 +1,149 @@
+"""Fresh-eyes review of import-imu, emulate/deploy pico and retargeting: each break found is a
+test here (bad input: one line naming the file and the problem, exit 2, nothing written)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from host.cli import main
+from tests.test_import_xsens import mapping, write_mt
+
+COLS = "time_s,sensor,gyro_x_rad_s,gyro_y_rad_s,gyro_z_rad_s,accel_x_m_s2,accel_y_m_s2,accel_z_m_s2"
+
+
+def refused(capsys, argv, out, *words):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("motionstaff: ") and "\n" not in err and "Traceback" not in err, err
+    for w in words:
+        assert w in err, err
+    assert not out.exists() or out.is_dir()
+    assert not (out.parent / (out.name + ".part")).exists()
+    return err
+
+
+def csv_map(tmp_path):
+    p = tmp_path / "cmap.json"
+    p.write_text(json.dumps({"format": "motionstaff-imu-map", "version": 1,
+                             "sensors": {"hip": "pelvis", "knee_up": "l_thigh"}}))
+    return str(p)
+
+
+def csv_rows(times):
+    out = []
+    for t in times:
+        for s in ("hip", "knee_up"):
+            out.append("%s,%s,0.1,0.2,0.3,9.81,0,0" % (t, s))
+    return "\n".join(out) + "\n"
+
+
+def test_mapping_naming_a_sensor_twice_is_refused(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    m = tmp_path / "dup.json"
+    m.write_text('{"format": "motionstaff-imu-map", "version": 1, "sensors": '
+                 '{"00B40B91": "pelvis", "00B40B91": "l_thigh"}}')
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out, "dup.json", "00B40B91")
+
+
+def test_mapping_segment_not_a_string_is_one_line(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    m = tmp_path / "bad.json"
+    m.write_text(json.dumps({"format": "motionstaff-imu-map", "sensors": {"00B40B91": {"link": ["pelvis"]}}}))
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out, "bad.json")
+    m.write_text(json.dumps({"format": "motionstaff-imu-map",
+                             "sensors": {"00B40B91": {"link": "pelvis", "name": [1]}}}))
+    refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out, "bad.json")
+
+
+def test_existing_output_is_never_replaced(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    out = tmp_path / "o.jsonl"
+    out.write_text("an earlier recording\n")
+    assert main(["import-imu", "--map", mapping(tmp_path), "--out", str(out), a]) == 2
+    err = capsys.readouterr().err
+    assert "o.jsonl" in err and err.count("\n") == 1
+    assert out.read_text() == "an earlier recording\n"
+
+
+def test_output_is_a_directory(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    out = tmp_path / "adir"
+    out.mkdir()
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out, "adir")
+
+
+def test_zero_update_rate_is_refused(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10), rate="0")
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out,
+            "t_00B40B91.txt", "Update Rate")
+
+
+def test_truncated_last_line_and_header_only(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    with open(a) as f:
+        text = f.read()
+    with open(a, "w") as f:
+        f.write(text[:-30])
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out, "t_00B40B91.txt")
+    b = write_mt(str(tmp_path / "t_00B40C45.txt"), [])
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), b], out,
+            "t_00B40C45.txt", "no samples")
+
+
+def test_literal_inf_or_nan_value_is_refused(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    with open(a) as f:
+        lines = f.read().splitlines()
+    lines[8] = lines[8].replace("9.81", "inf", 1)
+    with open(a, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out,
+            "t_00B40B91.txt", "line 9")
+
+
+def test_counter_wrap_aligns_sensors_across_files(tmp_path):
+    # one station: sensor A's packets 65534..65535,0..7, sensor B lost the two before the wrap
+    from host.imu_import import load_mapping, read_xsens
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), [65534, 65535] + list(range(8)))
+    b = write_mt(str(tmp_path / "t_00B40C45.txt"), list(range(8)))
+    rec = read_xsens([a, b], load_mapping(mapping(tmp_path)))
+    assert rec["frames"] == 10
+    assert rec["valid"]["pelvis_imu"].all()
+    assert list(rec["valid"]["l_thigh_imu"]) == [False, False] + [True] * 8
+
+
+def test_counter_duplicate_is_refused(tmp_path, capsys):
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), [65534, 65535, 65535, 0, 1])
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out,
+            "t_00B40B91.txt", "65535")
+
+
+def test_csv_long_time_gap_is_refused_before_allocating(tmp_path, capsys):
+    # a CSV whose clock jumps a day: refused by --max-gap like an Xsens gap, not 8.6 M null frames
+    p = tmp_path / "w.csv"
+    p.write_text(COLS + "\n" + csv_rows(["%.2f" % (k / 100) for k in range(20)] + ["86400.0"]))
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+
+
+def test_csv_infinite_time_is_one_line(tmp_path, capsys):
+    p = tmp_path / "w.csv"
+    p.write_text(COLS + "\n" + csv_rows(["%.2f" % (k / 100) for k in range(20)] + ["inf"]))
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+
+
+def test_csv_sensor_out_of_time_order_is_refused(tmp_path, capsys):
+    p = tmp_path / "w.csv"
+    t = ["%.2f" % (k / 100) for k in range(20)]
+    t[5], t[6] = t[6], t[5]
+    p.write_text(COLS + "\n" + csv_rows(t))
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
