@@ -147,3 +147,60 @@ def test_csv_sensor_out_of_time_order_is_refused(tmp_path, capsys):
     p.write_text(COLS + "\n" + csv_rows(t))
     out = tmp_path / "o.jsonl"
     refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+
+
+# -- (c) live retargeting ------------------------------------------------------------------------
+
+def _live_person(n):
+    from device.body.human import human_model
+    from device.capture.bvhclip import load_bvh
+    from device.capture.retarget import retarget_clip
+    from host.demo.pipeline import BUNDLED_CLIP
+    sk = human_model()
+    mot = retarget_clip(load_bvh(BUNDLED_CLIP), sk, max_s=n / 30.0 + 0.1, fps=30.0)
+    return [d.name for d in sk.dofs], mot.q_frames[:n]
+
+
+def test_live_first_frame_occluded_does_not_poison_the_session():
+    # the first frame all lost (markers occluded at start): the later frames must be retargeted
+    # as if it had never come, not held at home for ever by a NaN leg length / standing height
+    from device.servo.robot import load_robot
+    from host.retarget.live import LiveRetargeter
+    names, q = _live_person(12)
+    clean = LiveRetargeter("op3-dynamixel", names, fps=30.0, iterations=2)
+    lost = LiveRetargeter("op3-dynamixel", names, fps=30.0, iterations=2)
+    lost.step([None] * len(names), 0.0)
+    a = [clean.step(list(v), (k + 1) / 30.0) for k, v in enumerate(q)]
+    b = [lost.step(list(v), (k + 1) / 30.0) for k, v in enumerate(q)]
+    servos = load_robot("op3-dynamixel").servos
+    assert np.isfinite(b).all()
+    assert lost._stand_z is not None and np.isfinite(lost._stand_z) and np.isfinite(lost._leg)
+    assert np.isfinite(lost._height.v)
+    for row in b:
+        assert all(s.lo_deg - 1e-9 <= x <= s.hi_deg + 1e-9 for s, x in zip(servos, row))
+    # after a second of the same frames the two agree (the lost frame is forgotten)
+    assert np.abs(np.array(a[-1]) - np.array(b[-1])).max() < 5.0
+
+
+# -- (b) receiver configs -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change, msg", [
+    (lambda c: c["servos"][0].update(pin=2.5), "'pin'"),            # was GP2 silently
+    (lambda c: c["servos"][0].update(pin=25), "GP25 is not a pin"),
+    (lambda c: c["servos"][0].update(pin=29), "GP29 is not a pin"),
+    (lambda c: c["servos"][1].update(pin=2), "pin 2 already"),
+    (lambda c: c["servos"][0].update(min_us=2300), "'min_us' must be below"),
+    (lambda c: c["servos"][0].update(min_us=-800), "'min_us'"),
+    (lambda c: c["servos"][0].update(max_us=1e9), "'max_us'"),
+    (lambda c: c.update(uart={"id": 0, "tx": 0.5, "rx": 1}), "'tx'"),   # was GP0 silently
+    (lambda c: c.update(uart={"id": 0, "tx": 0, "rx": 1, "baud": 0}), "'baud'"),
+])
+def test_receiver_configs_refused_in_one_line(tmp_path, capsys, change, msg):
+    from tests.test_pico_deploy import CFG
+    cfg = json.loads(json.dumps(CFG))
+    change(cfg)
+    path = tmp_path / "receiver.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["deploy", "--port", "x", "--config", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert msg in err and "receiver.json" in err and len(err.splitlines()) == 1, err

@@ -32,6 +32,14 @@ def _num(d, key, where, default=None, lo=None, hi=None):
     return v
 
 
+def _int(d, key, where, default=None, lo=None, hi=None):
+    # a pin, a UART id or baud: 2.5 is no pin (int() would have made it GP2)
+    v = _num(d, key, where, default, lo, hi)
+    if v != int(v):
+        raise FormatError("%s: '%s' = %r must be a whole number" % (where, key, v))
+    return int(v)
+
+
 def check(d, where="receiver.json"):
     """Raise FormatError naming the first bad field; fill defaults; return d."""
     if not isinstance(d, dict) or d.get("format") != FORMAT:
@@ -39,8 +47,8 @@ def check(d, where="receiver.json"):
     if d.get("version") != 1:
         raise FormatError("%s: unknown version %r" % (where, d.get("version")))
     u = d.setdefault("uart", {})
-    for k, v in (("id", 0), ("baud", 115200), ("tx", 0), ("rx", 1)):
-        u[k] = int(_num(u, k, where + ": uart", v, 0, 10000000))
+    for k, v, lo in (("id", 0, 0), ("baud", 115200, 300), ("tx", 0, 0), ("rx", 1, 0)):
+        u[k] = _int(u, k, where + ": uart", v, lo, 10000000)
     fs = d.setdefault("failsafe", {})
     fs["timeout_ms"] = int(_num(fs, "timeout_ms", where + ": failsafe", 500, 20, 600000))
     fs.setdefault("action", "hold")
@@ -56,7 +64,7 @@ def check(d, where="receiver.json"):
         at = "%s: servos[%d]" % (where, i)
         if not isinstance(s, dict):
             raise FormatError("%s: not an object" % at)
-        pin = int(_num(s, "pin", at, None, 0, 47))
+        pin = _int(s, "pin", at, None, 0, 47)
         if pin in pins:
             raise FormatError("%s: pin %d already drives servos[%d]" % (at, pin, pins[pin]))
         pins[pin] = i
