@@ -204,3 +204,72 @@ def test_receiver_configs_refused_in_one_line(tmp_path, capsys, change, msg):
     assert main(["deploy", "--port", "x", "--config", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err.strip()
     assert msg in err and "receiver.json" in err and len(err.splitlines()) == 1, err
+
+
+# -- (a) capture --replay of a raw log ------------------------------------------------------------
+
+@pytest.fixture
+def replay_log(tmp_path):
+    from tests.test_replay_config import config
+    rows = []
+    for k in range(200):
+        for s in ("hip", "thigh"):
+            rows.append("%.2f,%s,0.001,-0.002,0.0005,0.02,-0.01,9.81" % (k / 100.0, s))
+    (tmp_path / "s.csv").write_text(COLS + "\n" + "\n".join(rows) + "\n")
+    (tmp_path / "m.json").write_text(json.dumps({"format": "motionstaff-imu-map",
+                                                 "sensors": {"hip": "pelvis", "thigh": "l_thigh"}}))
+    log = tmp_path / "s.jsonl"
+    assert main(["import-imu", "--map", str(tmp_path / "m.json"), "--out", str(log), str(tmp_path / "s.csv")]) == 0
+    return log, config(tmp_path)
+
+
+def _variant(log, name, row_at=None, row=None, cut_last=False):
+    lines = log.read_text().splitlines(True)
+    if row_at is not None:
+        d = json.loads(lines[row_at])
+        d["r"]["pelvis_imu"] = row
+        lines[row_at] = json.dumps(d) + "\n"
+    if cut_last:
+        lines[-1] = lines[-1][:25]
+    p = log.parent / (name + ".jsonl")
+    p.write_text("".join(lines))
+    return p
+
+
+def _replay(p, cfg):
+    from host.formats import read_motion
+    out = p.parent / (p.stem + ".png")
+    rc = main(["capture", "--replay", str(p), "--config", cfg, "--record", str(out)])
+    return rc, (read_motion(str(out)).values if rc == 0 else None), out
+
+
+@pytest.mark.parametrize("row", [[float("nan")] * 6, [1e308, 1e308, 1e308, 0.0, 0.0, 9.8],
+                                 [0.0, 0.0, 0.0, 0.0, 0.0, 9.8, 0.0, 0.0, 0.0, 0.0]])
+def test_replay_impossible_reading_is_a_lost_reading_not_the_rest_of_the_run(replay_log, row):
+    # one NaN / 1e308 / zero-quaternion reading made every later frame of the sensor's joints NaN:
+    # it is a reading no chip gives, replayed as the null of a lost one
+    log, cfg = replay_log
+    rc0, ref, _ = _replay(_variant(log, "null", 80, None), cfg)
+    rc1, got, _ = _replay(_variant(log, "bad", 80, row), cfg)
+    assert rc0 == rc1 == 0
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(got[~np.isnan(got)], ref[~np.isnan(ref)])
+
+
+@pytest.mark.parametrize("row", [[1, 2], ["a", "b", "c", 0, 0, 9.8], 5])
+def test_replay_malformed_reading_refused_before_the_run(replay_log, capsys, row):
+    log, cfg = replay_log
+    p = _variant(log, "bad", 80, row)
+    rc, _, out = _replay(p, cfg)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists()
+    assert err.startswith("motionstaff: ") and "bad.jsonl" in err and "line 81" in err
+    assert len(err.splitlines()) == 1 and "captured" not in capsys.readouterr().out
+
+
+def test_replay_power_cut_last_line_keeps_every_whole_frame(replay_log):
+    log, cfg = replay_log
+    _, ref, _ = _replay(log, cfg)
+    rc, got, _ = _replay(_variant(log, "cut", cut_last=True), cfg)
+    assert rc == 0 and got.shape[1] == ref.shape[1] - 1
+    np.testing.assert_array_equal(np.nan_to_num(got, nan=-9), np.nan_to_num(ref[:, :-1], nan=-9))

@@ -23,6 +23,9 @@ import numpy as np
 from protocol.errors import FormatError
 
 G = 9.80665
+# a reading beyond this (rad/s, m/s^2) no chip gives (MPU-6050: 35 rad/s, 157 m/s^2; MTw 160 m/s^2):
+# replayed, like a non-finite one or a quaternion far from unit norm, as a lost reading (null)
+READING_MAX = 1e4
 
 
 class RawLogWriter:
@@ -76,7 +79,21 @@ class JsonlReplay:
             if not isinstance(self.head, dict) or self.head.get("format") != "motionstaff-rawlog":
                 raise FormatError("%s: not a motionstaff raw log" % path)
             self.lines = f.readlines()
+        # a power cut mid-write leaves a partial last line (the writer flushes each whole one):
+        # what it cut is lost, every whole frame before it replays
+        self.cut = False
+        if self.lines and not self.lines[-1].endswith("\n"):
+            try:
+                json.loads(self.lines[-1])
+            except ValueError:
+                self.lines.pop()
+                self.cut = True
         self.rate_hz = self.head["rate_hz"]
+        self.k = 0
+        # every frame checked before the run starts (a bad line is named, nothing is recorded)
+        for i in range(len(self.lines)):
+            self.k = i
+            self.read()
         self.k = 0
 
     @property
@@ -117,13 +134,18 @@ class JsonlReplay:
             raise ValueError("'m' and 's' must be objects {name: ...}")
         out = {}
         for name, row in d["r"].items():
-            if row is None:
+            if row is None or not _possible(name, row, (6, 10)):
                 out[name] = None
             else:
                 out[name] = {"gyro": tuple(row[0:3]), "accel": tuple(row[3:6]),
                              "quat": tuple(row[6:10]) if len(row) >= 10 else None}
         for name, rows in d.get("s", {}).items():
+            if not isinstance(rows, list):
+                raise ValueError("'s' of %s must be a list of samples" % name)
             if out.get(name) is not None:
+                if not all(_possible(name, x, (6,)) for x in rows):
+                    out[name] = None
+                    continue
                 out[name]["samples"] = [(tuple(x[0:3]), tuple(x[3:6])) for x in rows]
         for name, m in d.get("m", {}).items():
             if m is None:
@@ -134,6 +156,20 @@ class JsonlReplay:
             if out.get(name) is not None:
                 out[name]["mag"] = tuple(float(x) for x in m)
         return out
+
+
+def _possible(name, row, lengths):
+    """False for a reading no chip gives (non-finite, beyond READING_MAX, a quaternion far from
+    unit norm); ValueError for one that is not a reading at all."""
+    if (not isinstance(row, list) or len(row) not in lengths
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in row)):
+        raise ValueError("the reading of %s must be %s numbers, got %s"
+                         % (name, " or ".join(str(n) for n in lengths), json.dumps(row)[:60]))
+    if not all(np.isfinite(x) and abs(x) <= READING_MAX for x in row):
+        return False
+    if len(row) == 10 and not 0.5 < sum(x * x for x in row[6:10]) < 1.5:
+        return False
+    return True
 
 
 class ArrayReplay:
