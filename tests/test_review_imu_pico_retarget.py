@@ -8,6 +8,7 @@ import pytest
 
 from host.cli import main
 from tests.test_import_xsens import mapping, write_mt
+from tests.test_replay_config import still_log  # noqa: F401 (a fixture)
 
 COLS = "time_s,sensor,gyro_x_rad_s,gyro_y_rad_s,gyro_z_rad_s,accel_x_m_s2,accel_y_m_s2,accel_z_m_s2"
 
@@ -209,18 +210,9 @@ def test_receiver_configs_refused_in_one_line(tmp_path, capsys, change, msg):
 # -- (a) capture --replay of a raw log ------------------------------------------------------------
 
 @pytest.fixture
-def replay_log(tmp_path):
+def replay_log(tmp_path, still_log):
     from tests.test_replay_config import config
-    rows = []
-    for k in range(200):
-        for s in ("hip", "thigh"):
-            rows.append("%.2f,%s,0.001,-0.002,0.0005,0.02,-0.01,9.81" % (k / 100.0, s))
-    (tmp_path / "s.csv").write_text(COLS + "\n" + "\n".join(rows) + "\n")
-    (tmp_path / "m.json").write_text(json.dumps({"format": "motionstaff-imu-map",
-                                                 "sensors": {"hip": "pelvis", "thigh": "l_thigh"}}))
-    log = tmp_path / "s.jsonl"
-    assert main(["import-imu", "--map", str(tmp_path / "m.json"), "--out", str(log), str(tmp_path / "s.csv")]) == 0
-    return log, config(tmp_path)
+    return still_log, config(tmp_path)
 
 
 def _variant(log, name, row_at=None, row=None, cut_last=False):
