@@ -177,6 +177,15 @@ def read_xsens(paths, mapping, max_gap_s=0.5):
                           % (p1, [x[2] for x in data if x[0] == p1][0], p0, data[0][2]))
     rate = rates.pop()
     start = min(x[5][0] for x in data)
+    stop = max(x[5][-1] for x in data)
+    for p, _, _, _, _, cu in data:
+        # a file starting (or ending) far from the others: another trial, or lost for too long
+        late = max(cu[0] - start, stop - cu[-1]) - 1
+        if late > max_gap_s * rate:
+            raise FormatError("%s: PacketCounter %d..%d leaves %d packets of the other files' %d..%d "
+                              "without it (%.2f s > max_gap_s %.2f: another trial?)"
+                              % (p, cu[0] % COUNTER_WRAP, cu[-1] % COUNTER_WRAP, late,
+                                 start % COUNTER_WRAP, stop % COUNTER_WRAP, late / rate, max_gap_s))
     # counters of one Awinda station run together: frame = counter - first counter of all
     frames = int(max(x[5][-1] for x in data) - start + 1)
     rec = _empty(rate, frames)

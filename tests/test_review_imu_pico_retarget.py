@@ -265,3 +265,13 @@ def test_replay_power_cut_last_line_keeps_every_whole_frame(replay_log):
     rc, got, _ = _replay(_variant(log, "cut", cut_last=True), cfg)
     assert rc == 0 and got.shape[1] == ref.shape[1] - 1
     np.testing.assert_array_equal(np.nan_to_num(got, nan=-9), np.nan_to_num(ref[:, :-1], nan=-9))
+
+
+def test_xsens_files_of_different_trials_are_refused(tmp_path, capsys):
+    # sensor B's counters start 5 min after A's: another trial, not 30000 null frames each
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(100))
+    b = write_mt(str(tmp_path / "t_00B40C45.txt"), range(30000, 30100))
+    out = tmp_path / "o.jsonl"
+    err = refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a, b], out,
+                  "max_gap", "another trial")
+    assert "t_00B40B91.txt" in err or "t_00B40C45.txt" in err
