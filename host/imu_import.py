@@ -71,7 +71,9 @@ def load_mapping(path):
         out[str(sid)] = {"link": e["link"], "name": name}
     names = [e["name"] for e in out.values()]
     if len(set(names)) != len(names):
-        raise FormatError("%s: two sensors map to the same name" % path)
+        dup = next(n for n in names if names.count(n) > 1)
+        raise FormatError("%s: two sensors map to the same name %s (%s; give one a {\"link\", \"name\"})"
+                          % (path, dup, " and ".join(k for k, e in out.items() if e["name"] == dup)))
     mag = m.get("mag_ut_per_unit", 50.0)
     if not isinstance(mag, (int, float)) or isinstance(mag, bool) or not 0 < mag < 1e4:
         raise FormatError("%s: mag_ut_per_unit %r is not a positive number" % (path, mag))
@@ -340,24 +342,30 @@ def write_rawlog(path, rec, cfg=None):
             "sensors": cfg["sensors"], "skeleton": legs_skeleton().to_dict(),
             "source": rec.get("source", []), "gaps": rec.get("gaps", {})}
     tmp = path + ".part"
-    with open(tmp, "w") as f:
-        f.write(json.dumps(head, separators=(",", ":")) + "\n")
-        for k in range(rec["frames"]):
-            r, m = {}, {}
-            for n in rec["names"]:
-                if not rec["valid"][n][k]:
-                    r[n] = None
-                    continue
-                row = list(rec["gyro"][n][k]) + list(rec["accel"][n][k])
-                q = rec["quat"][n]
-                if q is not None and np.isfinite(q[k]).all():
-                    row += list(q[k])
-                r[n] = [round(float(x), 7) for x in row]
-                mg = rec["mag"][n]
-                if mg is not None and np.isfinite(mg[k]).all():
-                    m[n] = [round(float(x), 5) for x in mg[k]]
-            d = {"k": k, "t": round(k / rec["rate_hz"], 6), "r": r}
-            if m:
-                d["m"] = m
-            f.write(json.dumps(d, separators=(",", ":")) + "\n")
+    try:
+        with open(tmp, "w") as f:
+            f.write(json.dumps(head, separators=(",", ":")) + "\n")
+            for k in range(rec["frames"]):
+                r, m = {}, {}
+                for n in rec["names"]:
+                    if not rec["valid"][n][k]:
+                        r[n] = None
+                        continue
+                    row = list(rec["gyro"][n][k]) + list(rec["accel"][n][k])
+                    q = rec["quat"][n]
+                    if q is not None and np.isfinite(q[k]).all():
+                        row += list(q[k])
+                    r[n] = [round(float(x), 7) for x in row]
+                    mg = rec["mag"][n]
+                    if mg is not None and np.isfinite(mg[k]).all():
+                        m[n] = [round(float(x), 5) for x in mg[k]]
+                d = {"k": k, "t": round(k / rec["rate_hz"], 6), "r": r}
+                if m:
+                    d["m"] = m
+                f.write(json.dumps(d, separators=(",", ":")) + "\n")
+    except BaseException:
+        # (a full disk, an interrupt: no partial log is left behind)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     os.replace(tmp, path)

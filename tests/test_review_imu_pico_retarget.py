@@ -275,3 +275,31 @@ def test_xsens_files_of_different_trials_are_refused(tmp_path, capsys):
     err = refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a, b], out,
                   "max_gap", "another trial")
     assert "t_00B40B91.txt" in err or "t_00B40C45.txt" in err
+
+
+@pytest.mark.parametrize("pins", ["2,x", "2,,3", "2.5,3"])
+def test_deploy_pins_not_numbers_name_the_option(tmp_path, capsys, pins):
+    from tests.test_firmware_deploy import ROBOT
+    p = tmp_path / "tinyarm.json"
+    p.write_text(json.dumps(ROBOT))
+    n = len(ROBOT["servos"])
+    arg = ",".join([pins] + [str(10 + i) for i in range(n - 2)])
+    assert main(["deploy", "--port", "x", "--robot", str(p), "--pins", arg, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--pins" in err and len(err.splitlines()) == 1, err
+
+
+def test_import_disk_full_midway_leaves_nothing(tmp_path, monkeypatch, capsys):
+    import host.imu_import as ii
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    real = json.dumps
+    calls = [0]
+
+    def full(*x, **kw):
+        calls[0] += 1
+        if calls[0] == 5:
+            raise OSError(28, "No space left on device")
+        return real(*x, **kw)
+    monkeypatch.setattr(ii.json, "dumps", full)
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out, "No space")

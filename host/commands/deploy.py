@@ -100,7 +100,12 @@ def receiver_config(robot_name, mapping=None, pins=None):
     if mapping is not None and mapping not in names + ["servo"]:
         raise FormatError("%s: no mapping %r (it has: %s)" % (robot_name, mapping, ", ".join(names)))
     use = mapping or (names[0] if names else "servo")
-    pin_list = [int(p) for p in pins.split(",")] if pins else None
+    pin_list = None
+    if pins:
+        try:
+            pin_list = [int(p) for p in pins.split(",")]
+        except ValueError:
+            raise FormatError("--pins %r: comma-separated GPIO numbers, one per servo" % pins)
     if pin_list is not None and len(pin_list) != len(robot.servos):
         raise FormatError("--pins: %d pins for %d servos" % (len(pin_list), len(robot.servos)))
     servos = []
