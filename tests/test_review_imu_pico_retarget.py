@@ -303,3 +303,16 @@ def test_import_disk_full_midway_leaves_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(ii.json, "dumps", full)
     out = tmp_path / "o.jsonl"
     refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out, "No space")
+
+
+def test_functional_calibration_thigh_and_shank_never_valid_together():
+    # thigh lost on the odd walking frames, shank on the even ones (two sensors of one bus read
+    # in turn): the knee-sign integral had no sample and np.percentile raised IndexError
+    from tests.test_functional_calibration import readings
+    from device.capture.functional import functional_calibration
+    sk, sub, sens, frames = readings()
+    walk = [dict(f) for f in frames[106:356]]
+    for k, f in enumerate(walk):
+        f["l_thigh_imu" if k % 2 else "l_shank_imu"] = None
+    res = functional_calibration(sk, sens, frames[:100], walk)
+    assert all(np.isfinite(res["mounts"][n]).all() for n in res["mounts"])

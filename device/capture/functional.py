@@ -128,7 +128,12 @@ def functional_calibration(skeleton, sensors, still, walk, hinge="seel"):
             # the knee flexes positively from the straight stance: knee(t) = integral of
             # (y_shank . w_shank - y_thigh . w_thigh) dt, its median over the strides > 0
             ok = np.isfinite(rate[ref]) & np.isfinite(rate[th])
-            knee = np.cumsum((rate[ref] - rate[th])[ok])
+            if ok.sum() >= 10:
+                knee = np.cumsum((rate[ref] - rate[th])[ok])
+            else:
+                # (thigh and shank hardly ever valid in one frame: each one's own samples, a
+                # lost one counting 0 rad/s)
+                knee = np.cumsum(np.nan_to_num(rate[ref]) - np.nan_to_num(rate[th]))
             # flexion reaches far further than hyperextension: the 95th percentile outweighs
             # the 5th (robust to the few degrees the integrated gyro drifts)
             if np.percentile(knee, 95) + np.percentile(knee, 5) < 0:
