@@ -340,3 +340,12 @@ def test_retarget_by_pose_odd_staffs_stay_within_every_limit(case):
     assert np.isfinite(d).all()
     assert (d >= np.array(body.lo_deg) - 1e-9).all() and (d <= np.array(body.hi_deg) + 1e-9).all()
     assert (np.abs(np.diff(d, axis=0)) <= np.array(body.vmax_dps) / r.staff.fps + 1e-6).all()
+
+
+@pytest.mark.parametrize("gap", ["nan", "-1", "inf"])
+def test_import_max_gap_must_be_a_duration(tmp_path, capsys, gap):
+    # --max-gap nan turned every gap check off (a CSV clock jump became millions of null frames)
+    a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
+    out = tmp_path / "o.jsonl"
+    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), "--max-gap", gap, a],
+            out, "--max-gap")

@@ -28,6 +28,8 @@ def run(args):
     from host.imu_import import load_mapping, read_csv, read_xsens, write_rawlog
     from host.outpaths import check_output
     from protocol.errors import FormatError
+    if not 0 <= args.max_gap <= 60:          # (nan fails both: it would turn the checks off)
+        raise ValueError("--max-gap %r: seconds in [0, 60]" % args.max_gap)
     for p in args.inputs:
         if not os.path.isfile(p):
             raise FileNotFoundError(2, "No such file or directory", p)
