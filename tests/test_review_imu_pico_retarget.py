@@ -45,7 +45,8 @@ def test_mapping_naming_a_sensor_twice_is_refused(tmp_path, capsys):
     m.write_text('{"format": "motionstaff-imu-map", "version": 1, "sensors": '
                  '{"00B40B91": "pelvis", "00B40B91": "l_thigh"}}')
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out, "dup.json", "00B40B91")
+    err = refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out, "dup.json")
+    assert "00B40B91" in err and not out.exists()
 
 
 def test_mapping_segment_not_a_string_is_one_line(tmp_path, capsys):
@@ -53,10 +54,12 @@ def test_mapping_segment_not_a_string_is_one_line(tmp_path, capsys):
     m = tmp_path / "bad.json"
     m.write_text(json.dumps({"format": "motionstaff-imu-map", "sensors": {"00B40B91": {"link": ["pelvis"]}}}))
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out, "bad.json")
+    err = refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out)
+    assert "bad.json" in err and not out.exists()
     m.write_text(json.dumps({"format": "motionstaff-imu-map",
                              "sensors": {"00B40B91": {"link": "pelvis", "name": [1]}}}))
-    refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out, "bad.json")
+    err = refused(capsys, ["import-imu", "--map", str(m), "--out", str(out), a], out)
+    assert "bad.json" in err and not out.exists()
 
 
 def test_existing_output_is_never_replaced(tmp_path, capsys):
@@ -73,14 +76,15 @@ def test_output_is_a_directory(tmp_path, capsys):
     a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
     out = tmp_path / "adir"
     out.mkdir()
-    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out, "adir")
+    err = refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out)
+    assert "adir" in err and out.is_dir() and not list(out.iterdir())
 
 
 def test_zero_update_rate_is_refused(tmp_path, capsys):
     a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10), rate="0")
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out,
-            "t_00B40B91.txt", "Update Rate")
+    err = refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out)
+    assert "t_00B40B91.txt" in err and "Update Rate" in err and not out.exists()
 
 
 def test_truncated_last_line_and_header_only(tmp_path, capsys):
@@ -122,8 +126,8 @@ def test_counter_wrap_aligns_sensors_across_files(tmp_path):
 def test_counter_duplicate_is_refused(tmp_path, capsys):
     a = write_mt(str(tmp_path / "t_00B40B91.txt"), [65534, 65535, 65535, 0, 1])
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out,
-            "t_00B40B91.txt", "65535")
+    err = refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), a], out)
+    assert "t_00B40B91.txt" in err and "65535" in err and not out.exists()
 
 
 def test_csv_long_time_gap_is_refused_before_allocating(tmp_path, capsys):
