@@ -258,6 +258,36 @@ class RigidBodyModel:
         S[:, 3:] = np.where(self.is_rot[:, None], _cross(origin, axis), axis)
         return Kinematics(q, R, p, axis, origin, S, T)
 
+    def rotations(self, Q_si):
+        """World rotations only, for B configurations at once (batched orientation IK).
+
+        Q_si (B, n) rad / m -> (R (B, n, 3, 3) the frame after each dof, axis (B, n, 3) the
+        world axis of each dof). As kinematics(): Rloc_j = I + sin q K_j + (1 - cos q) K_j^2
+        (identity for a prismatic dof), composed by pointer jumping, all configurations at once.
+        """
+        n = self.n
+        Q = np.asarray(Q_si, float)
+        if Q.ndim != 2 or Q.shape[1] != n or not np.isfinite(Q.sum()):
+            raise ValueError("rotations: Q must be (B, %d) finite values (rad / m), got shape %s"
+                             % (n, Q.shape))
+        B = len(Q)
+        qr = Q * self._rotf
+        # R_rel = [1, sin q, 1 - cos q] @ [I, K, K^2] (per dof, flattened 3 x 3)
+        c = np.empty((B, n, 1, 3))
+        c[:, :, 0, 0] = 1.0
+        np.sin(qr, out=c[:, :, 0, 1])
+        np.cos(qr, out=c[:, :, 0, 2])
+        np.subtract(1.0, c[:, :, 0, 2], out=c[:, :, 0, 2])
+        R = np.empty((B, n + 1, 3, 3))
+        R[:, n] = np.eye(3)
+        np.matmul(c, self._basis_R, out=R[:, :n].reshape(B, n, 1, 9))
+        for J in self._jumps:
+            # R_j <- R_{J_j} R_j ; J_j <- J_{J_j} (precomputed)
+            R = R[:, J] @ R
+        # a dof's world axis: its parent frame's rotation times the local axis
+        axis = np.einsum("bnij,nj->bni", R[:, self._par_w[:n]], self.axis_local)
+        return R[:, :n], axis
+
     def _compile_kinematics(self):
         sk = self.skeleton
         n, L = self.n, sk.nlinks
@@ -306,6 +336,8 @@ class RigidBodyModel:
         B[:, 2, :3, :3] = self._K2
         B[:, 3, :3, 3] = self.axis_local
         self._basis = B.reshape(n, 4, 16)
+        self._basis_R = np.stack([np.broadcast_to(np.eye(3), (n, 3, 3)), K, self._K2],
+                                 axis=1).reshape(n, 3, 9)            # rotations(): [I, K, K^2]
         # motion(): rows / columns of [V; 0] giving [w_par, w_par, v_par] and of S giving [a, b, a]
         self._sd_rows = self._par_w[:n, None]
         self._sd_cols = np.array([0, 1, 2, 0, 1, 2, 3, 4, 5])[None, :]

@@ -30,6 +30,7 @@ import numpy as np
 from device.body.human import human_model
 from device.body.skeleton import Skeleton
 from device.capture.bvhclip import load_bvh
+from device.capture.branch import BranchCheck
 from device.capture.calibrate import StillCalibration
 from device.capture.config import BUILTIN_CLIP, place_sensors
 from device.capture.orient import OrientEstimator
@@ -225,6 +226,7 @@ class Unit:
         self.calibrated = None
         self._cal_mag = {}                      # name -> mag readings (uT) during calibration
         self.estimator = None
+        self.branch = None                       # BranchCheck, made at the first use
         self.last_q = sk.home.copy()
         self.last_good_q = sk.home.copy()       # NaN-free: missing rows keep their last value
 
@@ -409,78 +411,15 @@ class Unit:
         self.last_good_q = np.where(np.isnan(q), self.last_good_q, q)
         return q
 
-    def _branch_check(self, obs, q, bad_deg=12.0, good_deg=6.0, frames=2):
-        """Recovery for a model estimator that left the fused orientations' branch.
+    def _branch_check(self, obs, q):
+        """Branch recovery (device/capture/branch.py), a bounded number of IK steps a frame."""
+        if self.branch is None:
+            self.branch = BranchCheck(self.skeleton, self.rate_hz)
+        return self.branch(self.estimator, obs, q)
 
-        At an Euler shoulder's gimbal lock (abduction 90 deg: flexion and rotation share an
-        axis) only their difference is observed; the filter may slide along the other
-        combination and come out on a wrong branch (05_20-daz: 20 deg RMS). The test is each
-        sensor's orientation residual (deg, the fused orientation against the estimate's)
-        above its own baseline b: a real body's sensors never agree with any pose of the model
-        exactly (soft tissue turns a sensor on its segment by 5-30 deg as the joints move, the
-        calibration stance is not the home pose, the fusion has offsets; the honest subject:
-        15-35 deg at the TRUE pose on the arms), so absolute thresholds either never fire or
-        always do. b follows the residuals of frames that pass (time constant 1 s) and is reset
-        to the residuals the filter keeps when IK finds nothing better. When some sensor is more
-        than bad_deg above its baseline for `frames` frames, IK on the fused orientations is
-        solved from the last agreeing pose and from the estimates 0.5 s and 1 s earlier (each
-        with a weak pull to its seed, 0.02 m/rad against the orientations' 1 m/rad: near the
-        lock the poses along the unobserved combination fit alike, and the one nearest the seed
-        is the one before the slide); of the solutions that fit (every sensor < good_deg above its baseline, and a lower worst
-        residual than the filter's) the one nearest the oldest of those poses (before the
-        slide) restarts the filter.
-        """
-        est = self.estimator
-        names = [n for n in obs.orient if n in est.meas.index]
-        if not names:
-            return q
-        idx = np.array([est.meas.index[n] for n in names])
-        Rm = np.array([obs.orient[n] for n in names])
-
-        def resid_deg(q_dof):
-            _, Rs, _ = est.meas.features(est.model.kinematics(est.model.to_si(q_dof)), idx)
-            # angle of Rm' Rs: cos = (trace - 1) / 2
-            c = (np.einsum("kij,kij->k", Rm, Rs) - 1.0) / 2.0
-            return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
-
-        hist = self.__dict__.setdefault("_q_hist", [])
-        hist.append(q.copy())
-        del hist[:-int(1.0 * self.rate_hz) - 1]
-        res = resid_deg(q)
-        base_by = self.__dict__.setdefault("_res_base", {})
-        base = np.array([base_by.get(n, r) for n, r in zip(names, res)])
-        excess = float((res - base).max())
-        if excess < bad_deg:
-            # b += (r - b) dt / 1 s (frames above good_deg pass too: a slow rise is the tissue's)
-            a = min(1.0, 1.0 / self.rate_hz)
-            base_by.update(zip(names, base + a * (res - base)))
-        if excess < good_deg:
-            self._good_q = q.copy()
-            self._bad = 0
-            return q
-        self._bad = getattr(self, "_bad", 0) + (excess > bad_deg)
-        if self._bad < frames or getattr(self, "_good_q", None) is None:
-            return q
-        from device.body.ik import solve_ik
-        ref = hist[0]
-        best = None
-        for seed in (self._good_q, hist[len(hist) // 2], hist[0]):
-            q_ik, _ = solve_ik(self.skeleton, orientations=dict(zip(names, Rm)), q0=seed,
-                               max_iter=100, orientation_weight=1.0, q_prior=seed,
-                               prior_weight=0.02)
-            r_ik = resid_deg(q_ik)
-            if (r_ik - base).max() < good_deg and r_ik.max() < res.max():
-                dist = float(np.sum(((q_ik - ref) / 180.0) ** 2))
-                if best is None or dist < best[0]:
-                    best = (dist, q_ik)
-        self._bad = 0
-        if best is None:
-            # nothing fits better than the filter: its residuals are the body's, not a branch
-            base_by.update(zip(names, res))
-            return q
-        est.initialise(best[1], t_s=obs.t_s)
-        self.branch_resets = getattr(self, "branch_resets", 0) + 1
-        return est.q_dof
+    @property
+    def branch_resets(self):
+        return 0 if self.branch is None else self.branch.resets
 
     def _functional(self, still_res):
         """Functional calibration (device/capture/functional.py): the still window's readings
