@@ -2,7 +2,7 @@
 then the same firmware on the real rp2 port, on an emulated RP2040 (rp2040js, 125 MHz).
 
     python benchmarks/micropython.py            # needs tools/setup_mpy.sh (Node + the npm port)
-    python benchmarks/micropython.py --pico-only --fuzz 10000
+    python benchmarks/micropython.py --pico-only --fuzz 5000 --fuzz-seeds 11 12
 
 The same kernels (tools/mpy/bench_cases.py) run on CPython (this process) and on the
 MicroPython WebAssembly port 1.27 (Node), best of 3. Prints us per operation, the ratio, and the
@@ -52,7 +52,9 @@ def main(argv=None):
     ap.add_argument("--pico-only", action="store_true", help="only the emulated RP2040 section")
     ap.add_argument("--receiver-only", action="store_true",
                     help="with --pico-only: only the receiver rows (kernel and duty)")
-    ap.add_argument("--fuzz", type=int, default=1000, help="fuzzed packets into the emulated Pico")
+    ap.add_argument("--fuzz", type=int, default=1000, help="fuzzed packets into the emulated Pico (per seed)")
+    ap.add_argument("--fuzz-seeds", type=int, nargs="+", default=[11],
+                    help="one boot of the emulated Pico per seed (10^4 packets: --fuzz 5000 --fuzz-seeds 11 12)")
     a = ap.parse_args(argv)
     ok, why = available()
     if not ok:
@@ -62,7 +64,7 @@ def main(argv=None):
         wasm_section()
     import pico_section
 
-    return pico_section.main(a.fuzz, a.receiver_only)
+    return pico_section.main(a.fuzz, a.receiver_only, a.fuzz_seeds)
 
 
 def wasm_section():

@@ -83,7 +83,8 @@ def failsafe(action):
     return last, (min(after) if after else None), beats[-1].fields["state"] if beats else None, res
 
 
-def fuzz(n):
+def fuzz(n, seed=11):
+    """n fuzzed packets (seed) into one boot of the emulated Pico, its pulses against the twin's."""
     from tools import linkfuzz
 
     cfg = linkfuzz.config("hold")
@@ -94,7 +95,7 @@ def fuzz(n):
     enc = pk.Encoder(clock_us=lambda: 0)
     head = b"".join(enc.header(_header(14)))
     uart = [(0.35, head)]
-    fz, t_end = pico.fuzz_uart(n, seed=11, t0_s=0.45)
+    fz, t_end = pico.fuzz_uart(n, seed=seed, t0_s=0.45)
     uart += fz + [(t_end + 0.1, head), (t_end + 0.2, enc.frame([200] * 14)), (t_end + 0.3, enc.hello())]
     t = time.time()
     res = pico.run(pico.receiver_files(cfg), uart=uart, until_s=t_end + 0.45, timeout=7200)
@@ -108,7 +109,7 @@ def fuzz(n):
     alive = [p for p in pk.Decoder().feed(b"".join(d for t, d in res["tx"] if t > (t_end + 0.3) * 1e9))
              if p.name == "HEARTBEAT"]
     nbytes = sum(len(d) for _, d in fz)
-    return {"packets": n, "bytes": nbytes, "emulated_s": t_end, "pins_equal": ok_pins, "pins": len(pins),
+    return {"seed": seed, "packets": n, "bytes": nbytes, "emulated_s": t_end, "pins_equal": ok_pins, "pins": len(pins),
             "alive": len(alive) == 1, "overruns": res["overruns"], "wall_s": wall,
             "traceback": "Traceback" in res["usb"]}
 
@@ -128,7 +129,7 @@ def golden():
     return rows
 
 
-def main(nfuzz, receiver_only=False):
+def main(nfuzz, receiver_only=False, seeds=(11,)):
     print()
     print("== the same firmware on the real MicroPython rp2 port (v1.27, RPI_PICO), emulated RP2040 ==")
     print("   rp2040js 1.4.1 at 125 MHz, cycle-counted; times in emulated us read by time.ticks_us")
@@ -177,12 +178,13 @@ def main(nfuzz, receiver_only=False):
                   % (action, (first - last) * 1000 if first else float("nan"),
                      "yes" if first is not None and first <= bound + 0.002 else "NO"))
     print()
-    f = fuzz(nfuzz)
-    print("fuzz: %d packets (%d bytes, %.1f s emulated, paced to 1.5 B/ms) into the emulated Pico: "
-          "alive after: %s, traceback: %s, UART overruns: %d; pins whose every pulse is the CPython "
-          "twin's (in order): %d/%d; wall %.0f s"
-          % (f["packets"], f["bytes"], f["emulated_s"], f["alive"], f["traceback"], f["overruns"],
-             f["pins_equal"], f["pins"], f["wall_s"]))
+    for seed in seeds:                       # one boot per seed
+        f = fuzz(nfuzz, seed)
+        print("fuzz (seed %d): %d packets (%d bytes, %.1f s emulated, paced to 1.5 B/ms) into the "
+              "emulated Pico: alive after: %s, traceback: %s, UART overruns: %d; pins whose every "
+              "pulse is the CPython twin's (in order): %d/%d; wall %.0f s"
+              % (seed, f["packets"], f["bytes"], f["emulated_s"], f["alive"], f["traceback"],
+                 f["overruns"], f["pins_equal"], f["pins"], f["wall_s"]))
     print()
     rows = golden()
     print("golden vectors on the rp2 port (one boot):")

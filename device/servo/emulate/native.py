@@ -68,7 +68,8 @@ class NativeEmulator(Emulator):
         return None if r.rows is None else {"rows": r.rows, "bits": r.hbits, "id": r.header_id}
 
     def now_ms(self):
-        return int((self.clock() - self.t0) * 1000)
+        # floor to the ms, robust to the clock's binary fractions (t = k / 1000 s must give k)
+        return int((self.clock() - self.t0) * 1000 + 1e-6)
 
     def _on_frame(self):
         r = self.receiver
