@@ -21,7 +21,7 @@ pose: a conservative bound, which tests check by forward kinematics on the decod
 The budget is shared along each chain (allocate): each row's share is scale * g_k with
 g_k = min_j 1 / (a_kj W_j), W_j the rows above link j still coded; the largest scale meeting
 every link's constraint is found by bisection. Rows whose span fits in one code at their share
-are stored as a constant (values that never move: exactly), rows the depth cannot span at
+are stored as a constant (values that never move: within 1/256 of their share), rows the depth cannot span at
 their share take its finest step, and the shares are recounted over the rows left.
 """
 
@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from protocol import staffranges
 from protocol.errors import FormatError
 
 SHELL_MM = 30.0                       # ACL's virtual points: 3 cm from every bone
@@ -63,18 +64,22 @@ def lever_arms_mm(skeleton, names, values, shell_mm=SHELL_MM):
     off_mm = np.array([np.linalg.norm(ln.offset) for ln in skeleton.links]) * 1000.0
     v = np.asarray(values, dtype=np.float64)
     # each translation's largest magnitude (mm), decoded: the data's plus its span (a step's
-    # error is below the span, except for rows stored exactly)
+    # error is below the span), or plus 0.001 (a constant's error is below 0.0004 of the unit)
     tmax_mm = np.array([max(abs(d.lo), abs(d.hi)) * d.scale * 1000.0 if d.kind == "translation" else 0.0
                         for d in skeleton.dofs])
+    moves = np.zeros(len(skeleton.dofs), bool)
     for k, j in enumerate(rows):
         d = skeleton.dofs[j]
         if d.kind == "translation" and v.shape[1] and np.isfinite(v[k]).any():
             x = v[k][np.isfinite(v[k])]
-            tmax_mm[j] = (np.abs(x).max() + (x.max() - x.min())) * d.scale * 1000.0
+            moves[j] = np.abs(x).max() > 0
+            tmax_mm[j] = (np.abs(x).max() + max(x.max() - x.min(), 1e-3)) * d.scale * 1000.0
     link_t = np.zeros(L)
     for j, d in enumerate(skeleton.dofs):
         link_t[d.link] += tmax_mm[j]
-    if not ((off_mm > 0).any() or (link_t > 0).any()):
+    if not ((off_mm > 0).any() or moves.any() or any(
+            max(abs(d.lo), abs(d.hi)) > 0 for j, d in enumerate(skeleton.dofs)
+            if d.kind == "translation" and j not in rows)):
         raise FormatError("--max-error-mm: skeleton %r has no bone lengths (every offset and "
                           "translation is 0)" % skeleton.name)
     # below[i, j]: the longest a joint of link j (in i's subtree) can be from link i's origin once
@@ -113,7 +118,7 @@ def _half_spans(values):
     return lo, hi
 
 
-CONST_STEP = 1e-9                     # the step of a row that never moves: its value, exactly
+CONST_STEP = staffranges.step_down(1e-9)   # the finest step of a row that never moves
 
 
 def _sig(x, digits, up):
@@ -128,17 +133,25 @@ def _sig(x, digits, up):
 
 
 def _steps_for(span, share, bits):
-    """Per row: (step, mode) for an error share (row units); mode 0 constant, 1 coded, 2 forced."""
+    """Per row: (step, mode) for an error share (row units); mode 0 constant, 1 coded, 2 forced.
+
+    Steps are on the header's grid (protocol/staffranges.py: M * 2^E, M = 16..31), rounded
+    down from twice the share (never above it) or up where the data needs it.
+    """
     top = (1 << bits) - 1
     if span <= 0.0:
-        return CONST_STEP, 0
-    mid = _sig(span * 1.5, 2, True)                   # one code holds the whole row (|v - lo| < 0.4 step)
+        # a row that never moves: one code, a step far below its share (1/256 of it, at most
+        # 0.001 of the row's unit), so its lo is a short number within 0.4 step of the value
+        if not share > 0.0:
+            return CONST_STEP, 0
+        return max(CONST_STEP, staffranges.step_down(min(2.0 * share / 256.0, 1e-3))), 0
+    mid = staffranges.step_up(span * 1.5)             # one code holds the whole row (|v - lo| < 0.4 step)
     if mid / 2.0 <= share:
         return mid, 0
-    finest = _sig(span / (top - 1.0), 2, True)        # the depth spans the row: span <= (top - 0.1) step
+    finest = staffranges.step_up(span / (top - 1.0))  # the depth spans the row: span <= (top - 1) step
     if share * 2.0 < finest:
         return finest, 2
-    return max(_sig(2.0 * share, 2, False), finest), 1
+    return max(staffranges.step_down(2.0 * share), finest), 1
 
 
 def _steps_at(scale, g, span, bits):
@@ -185,30 +198,20 @@ def allocate(a, span, max_error_mm, bits):
 
 
 def ranges_for(lo_v, hi_v, step, bits):
-    """Per-row lo (a multiple of step / 10 at or below the data) and hi = lo + top * step."""
+    """Per-row lo (the coarsest dyadic number that keeps the data inside) and hi = lo + top * step."""
     top = (1 << bits) - 1
     lo = np.empty_like(step)
     for k in range(len(step)):
         a, b, s = float(lo_v[k]), float(hi_v[k]), float(step[k])
         if b - a <= 0.0:
-            lo[k] = a
+            lo[k] = staffranges.coarse(a - 0.4 * s, a + 0.4 * s)
         elif s >= 1.5 * (b - a) * (1 - 1e-9):
             # one code: lo within 0.4 step of every value
-            lo[k] = _short((a + b) / 2.0, s / 100.0, b - 0.4 * s, a + 0.4 * s)
+            lo[k] = staffranges.coarse(b - 0.4 * s, a + 0.4 * s)
         else:
-            lo[k] = _short(a, s / 10.0, a - s / 10.0, a)
-    return lo, lo + top * step
-
-
-def _short(x, q, floor_ok, ceil_ok):
-    """A short decimal in [floor_ok, ceil_ok] near x (x rounded down to a multiple of q)."""
-    d = max(0, -int(math.floor(math.log10(q))))
-    n = math.floor(x / q)
-    v = float("%.*f" % (d, n * q))
-    while v > ceil_ok:
-        n -= 1
-        v = float("%.*f" % (d, n * q))
-    return v if floor_ok <= v <= ceil_ok else x
+            # every value in [lo, lo + (top - 0.5) step]
+            lo[k] = staffranges.coarse(b - (top - 0.5) * s, a)
+    return lo, lo + step * top
 
 
 def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):

@@ -246,9 +246,9 @@ def decode_png(data, where="staff.png", skeleton_object=True):
 
 
 def _header(text, where):
-    """(expanded header, skeleton code or None) of a staff file's header text (version 1 or 2)."""
+    """(expanded header, skeleton code or None) of a staff file's header text (version 1, 2 or 3)."""
     c = staffheader.parse(text, where="%s: header" % where)
-    if c.get("version") != staffheader.COMPACT:
+    if c.get("version") not in staffheader.COMPACT_READ:
         return staffheader.unpack(c, where="%s: header" % where), None
     code = c.get("sk")
     rows = None
