@@ -18,6 +18,14 @@ own link listed after k; one listed before k moves the pivot, not the lever) fro
 to j, plus `shell_mm`. So  err_j <= sum_k a_kj e_k  (a_kj = 1 for translations), whatever the
 pose: a conservative bound, which tests check by forward kinematics on the decoded file.
 
+The motion itself gives shorter arms (posed_arms_mm): a rotation error d moves a point by at most
+d |q_perp|, q_perp its offset perpendicular to the axis, and over the motion's own frames that
+is at most the largest distance of link j's joint from dof k's axis plus the shell, plus what
+the other dofs' decoding can change it by (twice the chain bound, and the axis turned by every
+rotation row's error). A twist about a straight bone then has a 3 cm arm, not the limb's
+length. budget_ranges allocates on these arms (margins assumed, then checked against the steps
+found), bound_mm reports them; the default budget stays 1.5 x the chain arms' 8-bit limit.
+
 The budget is shared along each chain (allocate): each row's share is scale * g_k with
 g_k = min_j 1 / (a_kj W_j), W_j the rows above link j still coded; the largest scale meeting
 every link's constraint is found by bisection. Rows whose span fits in one code at their share
@@ -105,6 +113,60 @@ def lever_arms_mm(skeleton, names, values, shell_mm=SHELL_MM):
         else:
             a[k, sub] = d.scale * 1000.0
     return a
+
+
+def posed_arms_mm(skeleton, names, values, a, margin_mm, theta_rad, shell_mm=SHELL_MM):
+    """a (lever_arms_mm), tightened by the motion itself: for rotation row k and link j, the
+    largest distance over the frames of link j's joint from dof k's axis (not the chain's
+    length), plus the shell, plus what decoding can change it by.
+
+    A rotation error d moves a point by at most d |q_perp|, q_perp the part of the point's
+    offset from the axis perpendicular to it. In the telescoped chain the other dofs sit at
+    decoded values, which move the point and the pivot by at most margin_mm each (the bound
+    with a) and turn the axis by at most theta_rad (the sum of every rotation row's error), so
+    |q_perp| <= D_perp + shell + 2 margin + 2 theta (D + shell + 2 margin), D the distance to the
+    pivot. Rows that are not the skeleton's dofs in order, or missing values, keep a.
+    """
+    from device.body.kinematics import forward_kinematics
+
+    v = np.asarray(values, dtype=np.float64)
+    if [d.name for d in skeleton.dofs] != list(names) or not v.shape[1] or not np.isfinite(v).all():
+        return a
+    pose = forward_kinematics(skeleton, v.T)
+    pos = pose.link_pos_m * 1000.0                        # (F, L, 3) mm
+    org = pose.dof_origin_m * 1000.0                      # (F, ndof, 3)
+    ax = pose.dof_axis
+    ax = ax / np.maximum(np.linalg.norm(ax, axis=-1, keepdims=True), 1e-300)   # (F, ndof, 3) unit
+    out = a.copy()
+    for k, d in enumerate(skeleton.dofs):
+        sub = a[k] > 0
+        if d.kind != "rotation" or not sub.any():
+            continue
+        q = pos[:, sub, :] - org[:, k, None, :]           # (F, J, 3): pivot to joint
+        along = np.einsum("fjc,fc->fj", q, ax[:, k, :])
+        dist = np.linalg.norm(q, axis=-1)
+        # q_perp = q - (q . u) u
+        perp = np.sqrt(np.maximum(dist * dist - along * along, 0.0))
+        full = dist.max(axis=0) + shell_mm + 2.0 * margin_mm
+        lever = perp.max(axis=0) + shell_mm + 2.0 * margin_mm + 2.0 * theta_rad * full
+        out[k, sub] = np.minimum(a[k, sub], lever * d.scale)
+    return out
+
+
+def _rot_error_rad(skeleton, names, err):
+    """The sum of every rotation row's error, in radians."""
+    tot = 0.0
+    for n, e in zip(names, err):
+        d = skeleton.dofs[skeleton.dof_index(n)]
+        if d.kind == "rotation":
+            tot += float(e) * d.scale
+    return tot
+
+
+def _tight_arms(skeleton, names, values, a, err, shell_mm):
+    """posed_arms_mm with the margins of per-row errors err (row units)."""
+    margin = float((a.T @ err).max()) if a.size else 0.0
+    return posed_arms_mm(skeleton, names, values, a, margin, _rot_error_rad(skeleton, names, err), shell_mm)
 
 
 def _half_spans(values):
@@ -230,8 +292,10 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
     lo_v, hi_v = _half_spans(staff.values)
     for b in ((bits,) if bits else (8, 16)):
         # a millionth kept back: the float arithmetic of encode/decode adds a few ulps per row
-        step = allocate(a, hi_v - lo_v, max_error_mm * (1 - 1e-6), b)
+        e_mm = max_error_mm * (1 - 1e-6)
+        step = allocate(a, hi_v - lo_v, e_mm, b)
         if step is not None:
+            step = _tighter_steps(sk, staff, a, hi_v - lo_v, e_mm, b, step, shell_mm)
             lo, hi = ranges_for(lo_v, hi_v, step, b)
             return lo, hi, b
     need = min_budget_mm(staff, bits or 16, shell_mm)
@@ -239,12 +303,38 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
                       % (max_error_mm, bits or 16, need))
 
 
-def min_budget_mm(staff, bits, shell_mm=SHELL_MM):
-    """The smallest budget a depth can meet: every moving row at its finest step."""
+def _tighter_steps(sk, staff, a, span, e_mm, bits, step, shell_mm):
+    """Steps allocated on the posed lever arms (posed_arms_mm), whose margins (error bound and
+    axis turn) are assumed 4x those of the chain allocation `step`, then checked against the
+    steps found and raised (at most 4 rounds); `step` itself if it never closes."""
+    err0 = step / 2.0
+    margin = 4.0 * float((a.T @ err0).max())
+    theta = 4.0 * _rot_error_rad(sk, staff.names, err0)
+    for _ in range(4):
+        t = posed_arms_mm(sk, staff.names, staff.values, a, margin, theta, shell_mm)
+        if t is a:
+            return step
+        s2 = allocate(t, span, e_mm, bits)
+        if s2 is None:
+            return step
+        err = s2 / 2.0
+        need_m = float((a.T @ err).max())
+        need_t = _rot_error_rad(sk, staff.names, err)
+        if need_m <= margin and need_t <= theta:
+            return s2
+        margin, theta = max(margin, 1.5 * need_m), max(theta, 1.5 * need_t)
+    return step
+
+
+def min_budget_mm(staff, bits, shell_mm=SHELL_MM, posed=True):
+    """The smallest budget a depth can meet: every moving row at its finest step (on the posed
+    lever arms, or posed=False on the chain's)."""
     sk = _skeleton(staff)
     a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
     lo_v, hi_v = _half_spans(staff.values)
     finest = np.array([_steps_for(float(x), 0.0, bits)[0] for x in hi_v - lo_v])
+    if posed:
+        a = _tight_arms(sk, staff.names, staff.values, a, finest / 2.0, shell_mm)
     return float((a.T @ (finest / 2.0)).max())
 
 
@@ -252,14 +342,15 @@ def bound_mm(staff, shell_mm=SHELL_MM):
     """(links,) the guaranteed error (mm) at each link's joint and 3 cm points for the staff's ranges."""
     sk = _skeleton(staff)
     a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
-    return a.T @ staff.max_error()
+    return _tight_arms(sk, staff.names, staff.values, a, staff.max_error(), shell_mm).T @ staff.max_error()
 
 
 def default_budget_mm(staff):
     """The budget an 8-bit import gets by default: DEFAULT_FACTOR x the tightest one 8 bits
-    can meet (rounded up to 2 significant digits), or None without bone lengths to carry it."""
+    can meet on the chain's lever arms (rounded up to 2 significant digits; the posed arms
+    then give the rows coarser steps for it), or None without bone lengths to carry it."""
     try:
-        need = min_budget_mm(staff, 8)
+        need = min_budget_mm(staff, 8, posed=False)
     except FormatError:
         return None
     if not need > 0:

@@ -231,3 +231,23 @@ def test_translation_after_a_rotation_is_a_lever(seed, e_mm, before):
     assert bound.max() <= e_mm
     fk = _fk_error_mm(sk, staff.values, q.values)
     assert (fk <= bound * (1 + 1e-6) + 1e-9).all() and fk.max() <= e_mm
+
+
+@pytest.mark.parametrize("e_mm", [0.4, 3.0, 40.0])
+def test_posed_arms_are_shorter_and_still_hold_by_forward_kinematics(e_mm):
+    """The lever arms from the motion itself (distance from each axis over the frames) are at
+    most the chain's, and the decoded BVH motion stays within the bound they give."""
+    from host.budget import _tight_arms, lever_arms_mm
+
+    full = read_bvh(CLIP)
+    staff = Staff(full.values[:, :90], full.rows, full.fps, 8, full.skeleton, dict(full.meta))
+    b = staff.refit("budget", max_error_mm=e_mm)
+    back = decode_png(encode_png(b, effort=0))
+    sk = back.skeleton
+    a = lever_arms_mm(sk, back.names, back.values)
+    t = _tight_arms(sk, back.names, back.values, a, back.max_error(), 30.0)
+    assert (t <= a).all() and (t < 0.9 * a).any()
+    bound = bound_mm(back)
+    assert bound.max() <= e_mm and (bound <= a.T @ back.max_error() + 1e-12).all()
+    fk = _fk_error_mm(sk, staff.values, back.values)
+    assert (fk <= bound * (1 + 1e-6) + 1e-9).all()
