@@ -294,8 +294,8 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
         # a millionth kept back: the float arithmetic of encode/decode adds a few ulps per row
         e_mm = max_error_mm * (1 - 1e-6)
         step = allocate(a, hi_v - lo_v, e_mm, b)
+        step = _tighter_steps(sk, staff, a, hi_v - lo_v, e_mm, b, step, shell_mm)
         if step is not None:
-            step = _tighter_steps(sk, staff, a, hi_v - lo_v, e_mm, b, step, shell_mm)
             lo, hi = ranges_for(lo_v, hi_v, step, b)
             return lo, hi, b
     need = min_budget_mm(staff, bits or 16, shell_mm)
@@ -305,9 +305,13 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
 
 def _tighter_steps(sk, staff, a, span, e_mm, bits, step, shell_mm):
     """Steps allocated on the posed lever arms (posed_arms_mm), whose margins (error bound and
-    axis turn) are assumed 4x those of the chain allocation `step`, then checked against the
-    steps found and raised (at most 4 rounds); `step` itself if it never closes."""
-    err0 = step / 2.0
+    axis turn) are assumed 4x those of the chain allocation `step` (or of the finest steps when
+    the chain arms cannot meet e_mm: step None), then checked against the steps found and raised
+    (at most 4 rounds); `step` itself if it never closes."""
+    if step is None:
+        err0 = np.array([_steps_for(float(x), 0.0, bits)[0] for x in span]) / 2.0
+    else:
+        err0 = step / 2.0
     margin = 4.0 * float((a.T @ err0).max())
     theta = 4.0 * _rot_error_rad(sk, staff.names, err0)
     for _ in range(4):

@@ -110,10 +110,10 @@ FIT_SLACK_CODES = 2.0         # codes a fitted range leaves free so its lo can b
 def fit_ranges(values, bits, min_span=None):
     """Per-row (lo, hi) fitted to the data, on the header's binary grid (protocol/staffranges.py).
 
-    step = the grid step at or above span / (top - 2) (a 4-bit mantissa: at most 1/16 coarser),
+    step = the grid step at or above span / (top - 2) (a 5-bit mantissa: at most 1/32 coarser),
     lo = the coarsest dyadic number that keeps every value inside with half a step to spare,
     hi = lo + top * step: every value is inside (so the half-step bound holds), the span is at
-    most 7% wider than the data's (3-4% typically), and the header stores the row in about
+    most 4% wider than the data's (2-3% typically), and the header stores the row in about
     2 bytes. A constant row v gets lo = v (v is then exact) and a step of 1 / top (or 1e-6 |v|);
     min_span, an optional (rows,) array, sets the smallest span per row.
     """

@@ -251,3 +251,16 @@ def test_posed_arms_are_shorter_and_still_hold_by_forward_kinematics(e_mm):
     assert bound.max() <= e_mm and (bound <= a.T @ back.max_error() + 1e-12).all()
     fk = _fk_error_mm(sk, staff.values, back.values)
     assert (fk <= bound * (1 + 1e-6) + 1e-9).all()
+
+
+def test_a_budget_only_the_posed_arms_meet_is_met():
+    """Between the posed arms' 16-bit limit and the chain arms' one: met, within the bound."""
+    full = read_bvh(CLIP)
+    staff = Staff(full.values[:, ::5], full.rows, 24.0, 8, full.skeleton, dict(full.meta))
+    posed, chain = min_budget_mm(staff, 16), min_budget_mm(staff, 16, posed=False)
+    assert posed < chain
+    e_mm = float("%.3g" % ((posed * 1.02 + chain) / 2.0)) if chain > posed * 1.05 else posed * 1.02
+    b = staff.refit("budget", max_error_mm=e_mm)
+    assert b.bits == 16 and bound_mm(b).max() <= e_mm
+    with pytest.raises(FormatError, match="cannot be met at 16 bits"):
+        staff.refit("budget", max_error_mm=posed * 0.9)
