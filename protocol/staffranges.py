@@ -137,6 +137,30 @@ def _symbols(los, his, top, ref):
     return rows
 
 
+def _eglen(u, order=0):
+    """Bits of the Exp-Golomb code of u >= 0 (what _put appends)."""
+    x = (u >> order) + 1
+    nb = 0
+    while (x >> nb) > 1:
+        nb += 1
+    return 2 * nb + 1 + order
+
+
+def _cost(rows, mode, ok, on):
+    """Bits _write(rows, mode, ok, on) would write."""
+    n = _eglen(mode) + _eglen(ok) + _eglen(on)
+    pk, pd = 0, 0
+    for i in range(len(rows)):
+        kr, u, d = rows[i]
+        n += _eglen(_zig(kr - pk), ok) + _eglen(u, on)
+        if mode == 1 or i == 0:
+            pk = kr
+        if u:
+            n += _eglen(_zig(d - pd))
+            pd = d
+    return n
+
+
 def _write(rows, mode, ok, on):
     """The bit list of rows: mode 0 k residuals against the first row's, 1 against the previous."""
     bits = []
@@ -169,10 +193,10 @@ def pack(los, his, top, ref=None):
     for mode in (0, 1):
         for ok in range(4):
             for on in range(4):
-                bits = _write(rows, mode, ok, on)
-                if best is None or len(bits) < len(best):
-                    best = bits
-    bits = best
+                n = _cost(rows, mode, ok, on)
+                if best is None or n < best[0]:
+                    best = (n, mode, ok, on)
+    bits = _write(rows, best[1], best[2], best[3])
     while len(bits) % 6:
         bits.append(0)
     out = []

@@ -171,3 +171,10 @@ def test_builtin_body_header_at_most_300_bytes():
         back = decode_png(encode_png(s2, effort=0))
         assert back.lo.tolist() == s2.lo.tolist() and back.hi.tolist() == s2.hi.tolist()
     assert max(sizes.values()) <= 300, sizes
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows_on_grid, st.integers(0, 1), st.integers(0, 3), st.integers(0, 3))
+def test_cost_is_what_write_writes(rows, mode, ok, on):
+    syms = [(k, 0 if n == 0 else (abs(n) | 1 if n > 0 else 1 + (abs(n) | 1)), f) for k, n, f in rows]
+    assert sr._cost(syms, mode, ok, on) == len(sr._write(syms, mode, ok, on))
