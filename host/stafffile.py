@@ -110,7 +110,14 @@ def header_text(staff):
 
     h = staff.header()
     code = encode_skeleton(staff.skeleton)
-    rows = dof_rows(_skeleton_object(staff.skeleton))
+    if code is not None and "bvh" not in code:
+        # the dofs as the reader will rebuild them (short JSON rounds the limits): the ranges
+        # are coded against those
+        from host.skeletoncode import decode_skeleton
+
+        rows = dof_rows(decode_skeleton(code, None))
+    else:
+        rows = dof_rows(_skeleton_object(staff.skeleton))
     if rows is not None and code is not None and "bvh" in code:
         # a BVH hierarchy's dof limits are derived again from the decoded motion: never "sk"
         rows = [r[:3] + (float("nan"), float("nan")) for r in rows]

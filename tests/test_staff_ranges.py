@@ -178,3 +178,22 @@ def test_builtin_body_header_at_most_300_bytes():
 def test_cost_is_what_write_writes(rows, mode, ok, on):
     syms = [(k, 0 if n == 0 else (abs(n) | 1 if n > 0 else 1 + (abs(n) | 1)), f) for k, n, f in rows]
     assert sr._cost(syms, mode, ok, on) == len(sr._write(syms, mode, ok, on))
+
+
+def test_ranges_against_a_json_skeleton_whose_limits_the_header_rounds():
+    """A skeleton stored as short JSON (limits at 6 significant digits): the steps are predicted
+    from the limits the reader rebuilds, so the ranges come back exactly."""
+    from device.body.human import human_model
+
+    sk = human_model()
+    sk.name = "custom48"
+    for d in sk.dofs:
+        d.lo, d.hi = d.lo - 0.1234567891, d.hi + 0.9876543219
+    st_ = _human_staff(seed=1, frames=30)
+    st_.skeleton = sk
+    for s2 in (st_.refit("fit"), st_.refit("skeleton"), st_.refit("budget", max_error_mm=2.0)):
+        c = json.loads(header_text(s2))
+        assert "json" in c["sk"]
+        back = decode_png(encode_png(s2, effort=0))
+        assert back.lo.tolist() == s2.lo.tolist() and back.hi.tolist() == s2.hi.tolist()
+        assert np.array_equal(back.values, s2.quantised().values)
