@@ -148,11 +148,11 @@ def summary(rows):
 
 READING = """How to read it: "default" is `motionstaff convert clip.bvh clip.png`: 8 bits, each row's step
 chosen by host/budget.py for a budget of 1.5x the tightest bound an 8-bit staff of the clip can
-hold (the bound column: every joint and every point 3 cm from a bone, guaranteed through the
+hold on the chain's lever arms (the bound column, on the motion's own lever arms: every joint and every point 3 cm from a bone, guaranteed through the
 chain; the file states it and `info` shows it). Rows that barely move become constants, rows
 near the fingertips get coarse steps, the root (whose travel sets the 8-bit limit) keeps fine
-ones. The header is the compact version 2 (BVH hierarchy instead of the derived skeleton, no
-row names, ranges as lo + step). "fit" (ranges fitted per channel) and "skel" (the skeleton's
+ones. The header is the compact version 3 (BVH hierarchy instead of the derived skeleton, no
+row names, ranges as a base64 bit stream on a binary grid, protocol/staffranges.py). "fit" (ranges fitted per channel) and "skel" (the skeleton's
 dof limits, 1.41 deg steps) are the other --ranges choices. The bound is conservative: the
 end-effector error measured by forward kinematics is typically several times smaller."""
 

@@ -18,10 +18,18 @@ own link listed after k; one listed before k moves the pivot, not the lever) fro
 to j, plus `shell_mm`. So  err_j <= sum_k a_kj e_k  (a_kj = 1 for translations), whatever the
 pose: a conservative bound, which tests check by forward kinematics on the decoded file.
 
+The motion itself gives shorter arms (posed_arms_mm): a rotation error d moves a point by at most
+d |q_perp|, q_perp its offset perpendicular to the axis, and over the motion's own frames that
+is at most the largest distance of link j's joint from dof k's axis plus the shell, plus what
+the other dofs' decoding can change it by (twice the chain bound, and the axis turned by every
+rotation row's error). A twist about a straight bone then has a 3 cm arm, not the limb's
+length. budget_ranges allocates on these arms (margins assumed, then checked against the steps
+found), bound_mm reports them; the default budget stays 1.5 x the chain arms' 8-bit limit.
+
 The budget is shared along each chain (allocate): each row's share is scale * g_k with
 g_k = min_j 1 / (a_kj W_j), W_j the rows above link j still coded; the largest scale meeting
 every link's constraint is found by bisection. Rows whose span fits in one code at their share
-are stored as a constant (values that never move: exactly), rows the depth cannot span at
+are stored as a constant (values that never move: within 1/256 of their share), rows the depth cannot span at
 their share take its finest step, and the shares are recounted over the rows left.
 """
 
@@ -29,6 +37,7 @@ import math
 
 import numpy as np
 
+from protocol import staffranges
 from protocol.errors import FormatError
 
 SHELL_MM = 30.0                       # ACL's virtual points: 3 cm from every bone
@@ -63,18 +72,22 @@ def lever_arms_mm(skeleton, names, values, shell_mm=SHELL_MM):
     off_mm = np.array([np.linalg.norm(ln.offset) for ln in skeleton.links]) * 1000.0
     v = np.asarray(values, dtype=np.float64)
     # each translation's largest magnitude (mm), decoded: the data's plus its span (a step's
-    # error is below the span, except for rows stored exactly)
+    # error is below the span), or plus 0.001 (a constant's error is below 0.0004 of the unit)
     tmax_mm = np.array([max(abs(d.lo), abs(d.hi)) * d.scale * 1000.0 if d.kind == "translation" else 0.0
                         for d in skeleton.dofs])
+    moves = np.zeros(len(skeleton.dofs), bool)
     for k, j in enumerate(rows):
         d = skeleton.dofs[j]
         if d.kind == "translation" and v.shape[1] and np.isfinite(v[k]).any():
             x = v[k][np.isfinite(v[k])]
-            tmax_mm[j] = (np.abs(x).max() + (x.max() - x.min())) * d.scale * 1000.0
+            moves[j] = np.abs(x).max() > 0
+            tmax_mm[j] = (np.abs(x).max() + max(x.max() - x.min(), 1e-3)) * d.scale * 1000.0
     link_t = np.zeros(L)
     for j, d in enumerate(skeleton.dofs):
         link_t[d.link] += tmax_mm[j]
-    if not ((off_mm > 0).any() or (link_t > 0).any()):
+    if not ((off_mm > 0).any() or moves.any() or any(
+            max(abs(d.lo), abs(d.hi)) > 0 for j, d in enumerate(skeleton.dofs)
+            if d.kind == "translation" and j not in rows)):
         raise FormatError("--max-error-mm: skeleton %r has no bone lengths (every offset and "
                           "translation is 0)" % skeleton.name)
     # below[i, j]: the longest a joint of link j (in i's subtree) can be from link i's origin once
@@ -102,6 +115,60 @@ def lever_arms_mm(skeleton, names, values, shell_mm=SHELL_MM):
     return a
 
 
+def posed_arms_mm(skeleton, names, values, a, margin_mm, theta_rad, shell_mm=SHELL_MM):
+    """a (lever_arms_mm), tightened by the motion itself: for rotation row k and link j, the
+    largest distance over the frames of link j's joint from dof k's axis (not the chain's
+    length), plus the shell, plus what decoding can change it by.
+
+    A rotation error d moves a point by at most d |q_perp|, q_perp the part of the point's
+    offset from the axis perpendicular to it. In the telescoped chain the other dofs sit at
+    decoded values, which move the point and the pivot by at most margin_mm each (the bound
+    with a) and turn the axis by at most theta_rad (the sum of every rotation row's error), so
+    |q_perp| <= D_perp + shell + 2 margin + 2 theta (D + shell + 2 margin), D the distance to the
+    pivot. Rows that are not the skeleton's dofs in order, or missing values, keep a.
+    """
+    from device.body.kinematics import forward_kinematics
+
+    v = np.asarray(values, dtype=np.float64)
+    if [d.name for d in skeleton.dofs] != list(names) or not v.shape[1] or not np.isfinite(v).all():
+        return a
+    pose = forward_kinematics(skeleton, v.T)
+    pos = pose.link_pos_m * 1000.0                        # (F, L, 3) mm
+    org = pose.dof_origin_m * 1000.0                      # (F, ndof, 3)
+    ax = pose.dof_axis
+    ax = ax / np.maximum(np.linalg.norm(ax, axis=-1, keepdims=True), 1e-300)   # (F, ndof, 3) unit
+    out = a.copy()
+    for k, d in enumerate(skeleton.dofs):
+        sub = a[k] > 0
+        if d.kind != "rotation" or not sub.any():
+            continue
+        q = pos[:, sub, :] - org[:, k, None, :]           # (F, J, 3): pivot to joint
+        along = np.einsum("fjc,fc->fj", q, ax[:, k, :])
+        dist = np.linalg.norm(q, axis=-1)
+        # q_perp = q - (q . u) u
+        perp = np.sqrt(np.maximum(dist * dist - along * along, 0.0))
+        full = dist.max(axis=0) + shell_mm + 2.0 * margin_mm
+        lever = perp.max(axis=0) + shell_mm + 2.0 * margin_mm + 2.0 * theta_rad * full
+        out[k, sub] = np.minimum(a[k, sub], lever * d.scale)
+    return out
+
+
+def _rot_error_rad(skeleton, names, err):
+    """The sum of every rotation row's error, in radians."""
+    tot = 0.0
+    for n, e in zip(names, err):
+        d = skeleton.dofs[skeleton.dof_index(n)]
+        if d.kind == "rotation":
+            tot += float(e) * d.scale
+    return tot
+
+
+def _tight_arms(skeleton, names, values, a, err, shell_mm):
+    """posed_arms_mm with the margins of per-row errors err (row units)."""
+    margin = float((a.T @ err).max()) if a.size else 0.0
+    return posed_arms_mm(skeleton, names, values, a, margin, _rot_error_rad(skeleton, names, err), shell_mm)
+
+
 def _half_spans(values):
     v = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(v)
@@ -113,7 +180,7 @@ def _half_spans(values):
     return lo, hi
 
 
-CONST_STEP = 1e-9                     # the step of a row that never moves: its value, exactly
+CONST_STEP = staffranges.step_down(1e-9)   # the finest step of a row that never moves
 
 
 def _sig(x, digits, up):
@@ -128,17 +195,25 @@ def _sig(x, digits, up):
 
 
 def _steps_for(span, share, bits):
-    """Per row: (step, mode) for an error share (row units); mode 0 constant, 1 coded, 2 forced."""
+    """Per row: (step, mode) for an error share (row units); mode 0 constant, 1 coded, 2 forced.
+
+    Steps are on the header's grid (protocol/staffranges.py: M * 2^E, M = 16..31), rounded
+    down from twice the share (never above it) or up where the data needs it.
+    """
     top = (1 << bits) - 1
     if span <= 0.0:
-        return CONST_STEP, 0
-    mid = _sig(span * 1.5, 2, True)                   # one code holds the whole row (|v - lo| < 0.4 step)
+        # a row that never moves: one code, a step far below its share (1/256 of it, at most
+        # 0.001 of the row's unit), so its lo is a short number within 0.4 step of the value
+        if not share > 0.0:
+            return CONST_STEP, 0
+        return max(CONST_STEP, staffranges.step_down(min(2.0 * share / 256.0, 1e-3))), 0
+    mid = staffranges.step_up(span * 1.5)             # one code holds the whole row (|v - lo| < 0.4 step)
     if mid / 2.0 <= share:
         return mid, 0
-    finest = _sig(span / (top - 1.0), 2, True)        # the depth spans the row: span <= (top - 0.1) step
+    finest = staffranges.step_up(span / (top - 1.0))  # the depth spans the row: span <= (top - 1) step
     if share * 2.0 < finest:
         return finest, 2
-    return max(_sig(2.0 * share, 2, False), finest), 1
+    return max(staffranges.step_down(2.0 * share), finest), 1
 
 
 def _steps_at(scale, g, span, bits):
@@ -185,30 +260,20 @@ def allocate(a, span, max_error_mm, bits):
 
 
 def ranges_for(lo_v, hi_v, step, bits):
-    """Per-row lo (a multiple of step / 10 at or below the data) and hi = lo + top * step."""
+    """Per-row lo (the coarsest dyadic number that keeps the data inside) and hi = lo + top * step."""
     top = (1 << bits) - 1
     lo = np.empty_like(step)
     for k in range(len(step)):
         a, b, s = float(lo_v[k]), float(hi_v[k]), float(step[k])
         if b - a <= 0.0:
-            lo[k] = a
+            lo[k] = staffranges.coarse(a - 0.4 * s, a + 0.4 * s)
         elif s >= 1.5 * (b - a) * (1 - 1e-9):
             # one code: lo within 0.4 step of every value
-            lo[k] = _short((a + b) / 2.0, s / 100.0, b - 0.4 * s, a + 0.4 * s)
+            lo[k] = staffranges.coarse(b - 0.4 * s, a + 0.4 * s)
         else:
-            lo[k] = _short(a, s / 10.0, a - s / 10.0, a)
-    return lo, lo + top * step
-
-
-def _short(x, q, floor_ok, ceil_ok):
-    """A short decimal in [floor_ok, ceil_ok] near x (x rounded down to a multiple of q)."""
-    d = max(0, -int(math.floor(math.log10(q))))
-    n = math.floor(x / q)
-    v = float("%.*f" % (d, n * q))
-    while v > ceil_ok:
-        n -= 1
-        v = float("%.*f" % (d, n * q))
-    return v if floor_ok <= v <= ceil_ok else x
+            # every value in [lo, lo + (top - 0.5) step]
+            lo[k] = staffranges.coarse(b - (top - 0.5) * s, a)
+    return lo, lo + step * top
 
 
 def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
@@ -227,7 +292,9 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
     lo_v, hi_v = _half_spans(staff.values)
     for b in ((bits,) if bits else (8, 16)):
         # a millionth kept back: the float arithmetic of encode/decode adds a few ulps per row
-        step = allocate(a, hi_v - lo_v, max_error_mm * (1 - 1e-6), b)
+        e_mm = max_error_mm * (1 - 1e-6)
+        step = allocate(a, hi_v - lo_v, e_mm, b)
+        step = _tighter_steps(sk, staff, a, hi_v - lo_v, e_mm, b, step, shell_mm)
         if step is not None:
             lo, hi = ranges_for(lo_v, hi_v, step, b)
             return lo, hi, b
@@ -236,12 +303,42 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
                       % (max_error_mm, bits or 16, need))
 
 
-def min_budget_mm(staff, bits, shell_mm=SHELL_MM):
-    """The smallest budget a depth can meet: every moving row at its finest step."""
+def _tighter_steps(sk, staff, a, span, e_mm, bits, step, shell_mm):
+    """Steps allocated on the posed lever arms (posed_arms_mm), whose margins (error bound and
+    axis turn) are assumed 4x those of the chain allocation `step` (or of the finest steps when
+    the chain arms cannot meet e_mm: step None), then checked against the steps found and raised
+    (at most 4 rounds); `step` itself if it never closes."""
+    if step is None:
+        err0 = np.array([_steps_for(float(x), 0.0, bits)[0] for x in span]) / 2.0
+    else:
+        err0 = step / 2.0
+    margin = 4.0 * float((a.T @ err0).max())
+    theta = 4.0 * _rot_error_rad(sk, staff.names, err0)
+    for _ in range(4):
+        t = posed_arms_mm(sk, staff.names, staff.values, a, margin, theta, shell_mm)
+        if t is a:
+            return step
+        s2 = allocate(t, span, e_mm, bits)
+        if s2 is None:
+            return step
+        err = s2 / 2.0
+        need_m = float((a.T @ err).max())
+        need_t = _rot_error_rad(sk, staff.names, err)
+        if need_m <= margin and need_t <= theta:
+            return s2
+        margin, theta = max(margin, 1.5 * need_m), max(theta, 1.5 * need_t)
+    return step
+
+
+def min_budget_mm(staff, bits, shell_mm=SHELL_MM, posed=True):
+    """The smallest budget a depth can meet: every moving row at its finest step (on the posed
+    lever arms, or posed=False on the chain's)."""
     sk = _skeleton(staff)
     a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
     lo_v, hi_v = _half_spans(staff.values)
     finest = np.array([_steps_for(float(x), 0.0, bits)[0] for x in hi_v - lo_v])
+    if posed:
+        a = _tight_arms(sk, staff.names, staff.values, a, finest / 2.0, shell_mm)
     return float((a.T @ (finest / 2.0)).max())
 
 
@@ -249,14 +346,15 @@ def bound_mm(staff, shell_mm=SHELL_MM):
     """(links,) the guaranteed error (mm) at each link's joint and 3 cm points for the staff's ranges."""
     sk = _skeleton(staff)
     a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
-    return a.T @ staff.max_error()
+    return _tight_arms(sk, staff.names, staff.values, a, staff.max_error(), shell_mm).T @ staff.max_error()
 
 
 def default_budget_mm(staff):
     """The budget an 8-bit import gets by default: DEFAULT_FACTOR x the tightest one 8 bits
-    can meet (rounded up to 2 significant digits), or None without bone lengths to carry it."""
+    can meet on the chain's lever arms (rounded up to 2 significant digits; the posed arms
+    then give the rows coarser steps for it), or None without bone lengths to carry it."""
     try:
-        need = min_budget_mm(staff, 8)
+        need = min_budget_mm(staff, 8, posed=False)
     except FormatError:
         return None
     if not need > 0:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from protocol import staffheader
+from protocol import staffheader, staffranges
 from protocol.errors import FormatError
 
 
@@ -104,14 +104,20 @@ def unwrap_deg(values, wrap=None):
     return v
 
 
-def fit_ranges(values, bits, min_span=None):
-    """Per-row (lo, hi) fitted to the data: its min/max rounded outwards to 4 significant digits.
+FIT_SLACK_CODES = 2.0         # codes a fitted range leaves free so its lo can be a short number
 
-    Rounding outwards keeps every value inside (so the half-step bound holds) while widening
-    the span by at most 0.2%, and keeps the header's numbers short ("12.35", not
-    "12.349999371781"). A constant row v gets [v, v + 1] (v is then exact); min_span, an
-    optional (rows,) array, sets the smallest span per row.
+
+def fit_ranges(values, bits, min_span=None):
+    """Per-row (lo, hi) fitted to the data, on the header's binary grid (protocol/staffranges.py).
+
+    step = the grid step at or above span / (top - 2) (a 5-bit mantissa: at most 1/32 coarser),
+    lo = the coarsest dyadic number that keeps every value inside with half a step to spare,
+    hi = lo + top * step: every value is inside (so the half-step bound holds), the span is at
+    most 4% wider than the data's (2-3% typically), and the header stores the row in about
+    2 bytes. A constant row v gets lo = v (v is then exact) and a step of 1 / top (or 1e-6 |v|);
+    min_span, an optional (rows,) array, sets the smallest span per row.
     """
+    top = levels(bits)
     v = np.asarray(values, dtype=np.float64)
     empty = np.isnan(v).all(axis=1) if v.shape[1] else np.ones(v.shape[0], bool)
     with np.errstate(all="ignore"):
@@ -127,24 +133,16 @@ def fit_ranges(values, bits, min_span=None):
     out_lo, out_hi = np.empty_like(lo), np.empty_like(hi)
     for i in range(len(lo)):
         if span[i] == 0.0 and min_span is None:
-            # a constant row: [v, v + 1] stores v exactly as code 0 (and keeps the header short)
-            out_lo[i], out_hi[i] = vmin[i], vmin[i] + max(1.0, abs(vmin[i]) * 1e-6)
-            continue
-        out_lo[i], out_hi[i] = _round_out(float(lo[i]), float(hi[i]))
+            # a constant row: lo = v stores v exactly as code 0
+            s = staffranges.step_up(max(1.0, abs(vmin[i]) * 1e-6) / top)
+            out_lo[i] = vmin[i]
+        else:
+            a, b = float(lo[i]), float(hi[i])
+            s = staffranges.step_up((b - a) / (top - FIT_SLACK_CODES))
+            # every value in [lo, lo + (top - 0.5) step]: the last code keeps half a step spare
+            out_lo[i] = staffranges.coarse(b - (top - 0.5) * s, a)
+        out_hi[i] = out_lo[i] + s * top
     return out_lo, out_hi
-
-
-def _round_out(lo, hi):
-    """[lo, hi] widened to multiples of 10^(e-3), e the span's decimal exponent."""
-    d = 3 - int(np.floor(np.log10(hi - lo)))
-    q = 10.0 ** -d
-    a = round(np.floor(lo / q) * q, d)
-    b = round(np.ceil(hi / q) * q, d)
-    while a > lo:
-        a = round(a - q, d)
-    while b < hi:
-        b = round(b + q, d)
-    return a, b
 
 
 def skeleton_ranges(skeleton, names):

@@ -110,7 +110,14 @@ def header_text(staff):
 
     h = staff.header()
     code = encode_skeleton(staff.skeleton)
-    rows = dof_rows(_skeleton_object(staff.skeleton))
+    if code is not None and "bvh" not in code:
+        # the dofs as the reader will rebuild them (short JSON rounds the limits): the ranges
+        # are coded against those
+        from host.skeletoncode import decode_skeleton
+
+        rows = dof_rows(decode_skeleton(code, None))
+    else:
+        rows = dof_rows(_skeleton_object(staff.skeleton))
     if rows is not None and code is not None and "bvh" in code:
         # a BVH hierarchy's dof limits are derived again from the decoded motion: never "sk"
         rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
@@ -246,9 +253,9 @@ def decode_png(data, where="staff.png", skeleton_object=True):
 
 
 def _header(text, where):
-    """(expanded header, skeleton code or None) of a staff file's header text (version 1 or 2)."""
+    """(expanded header, skeleton code or None) of a staff file's header text (version 1, 2 or 3)."""
     c = staffheader.parse(text, where="%s: header" % where)
-    if c.get("version") != staffheader.COMPACT:
+    if c.get("version") not in staffheader.COMPACT_READ:
         return staffheader.unpack(c, where="%s: header" % where), None
     code = c.get("sk")
     rows = None

@@ -7,11 +7,14 @@
 
 The same JSON sits in the recording container and in the serial header packet. check() raises
 FormatError naming the bad field. The PNG staff file (text chunk keyword KEYWORD) holds the
-compact form, version 2 (pack / unpack): row names as a list, or a count when they are the
-skeleton's dofs; ranges as "lo" plus "step" (hi = lo + step * top) or "hi", or "ranges": "sk"
-when they are the skeleton's limits; units and wrap only where the skeleton does not give them;
-the skeleton as a reference the host resolves ("sk"); the error budget it was made with ("e",
-mm). Version 1 files (the expanded form) keep reading.
+compact form, version 3 (pack / unpack): row names as a list, or a count when they are the
+skeleton's dofs; ranges as "ranges": "sk" when they are the skeleton's limits, else as "r" (a
+base64 bit stream of ranges on a binary grid, protocol/staffranges.py, each step predicted
+from the skeleton's dof range when there is one) or, for ranges off that grid, as "lo" plus
+"step" (hi = lo + step * top) or "hi"; units and wrap only where the skeleton does not give
+them; the skeleton as a reference the host resolves ("sk"); the error budget it was made with
+("e", mm). Version 3 leaves out "format" (the text keyword names it). Version 2 (the same
+fields without "r", with "format") and version 1 files (the expanded form) keep reading.
 
     c = staffheader.pack(h, dof_rows=None, skeleton_code=None)   # compact dict
     h2 = staffheader.unpack(c, dof_rows=None)                    # expanded again (== h's rows)
@@ -19,11 +22,13 @@ mm). Version 1 files (the expanded form) keep reading.
 
 import json
 
+from protocol import staffranges
 from protocol.errors import FormatError
 
 FORMAT = "motionstaff"
 VERSION = 1                 # the expanded form (container, serial header)
-COMPACT = 2                 # the compact form (PNG staff file)
+COMPACT = 3                 # the compact form (PNG staff file); version 2 files keep reading
+COMPACT_READ = (2, 3)
 KEYWORD = "motionstaff"
 UNITS = ("deg", "rad", "m", "cm", "mm", "in", "cmu", "")
 
@@ -152,8 +157,7 @@ def pack(h, dof_rows=None, skeleton_code=None, top=None):
     rows = h["rows"]
     top = (1 << h["bits"]) - 1
     names = [r["name"] for r in rows]
-    c = {"format": FORMAT, "version": COMPACT, "fps": _short(h["fps"]), "bits": h["bits"],
-         "frames": h["frames"]}
+    c = {"version": COMPACT, "fps": _short(h["fps"]), "bits": h["bits"], "frames": h["frames"]}
     same = dof_rows is not None and [d[0] for d in dof_rows] == names
     c["rows"] = len(names) if same else names
     units = [r.get("unit", "") for r in rows]
@@ -164,9 +168,15 @@ def pack(h, dof_rows=None, skeleton_code=None, top=None):
         c["wrap"] = wraps[0] if wraps == [wraps[0]] * len(wraps) else wraps
     los = [r["lo"] for r in rows]
     his = [r["hi"] for r in rows]
+    ref = _ref(dof_rows, top) if same else None
+    packed = None
     if same and los == [float(d[3]) for d in dof_rows] and his == [float(d[4]) for d in dof_rows]:
         c["ranges"] = "sk"
     else:
+        packed = staffranges.pack(los, his, top, ref)
+    if packed is not None:
+        c["r"] = packed
+    elif "ranges" not in c:
         c["lo"] = [_short(x) for x in los]
         steps = []
         for i in range(len(rows)):
@@ -191,6 +201,13 @@ def pack(h, dof_rows=None, skeleton_code=None, top=None):
     return c
 
 
+def _ref(dof_rows, top):
+    """The skeleton's reference steps for the "r" ranges, or None without finite dof limits."""
+    if dof_rows is None:
+        return None
+    return staffranges.ref_indices([d[3] for d in dof_rows], [d[4] for d in dof_rows], top)
+
+
 def _list(c, key, n, where, kind):
     v = c.get(key)
     if not isinstance(v, list):
@@ -208,7 +225,7 @@ def unpack(c, dof_rows=None, where="header"):
     if not isinstance(c, dict):
         raise FormatError("%s: not a JSON object" % where)
     v = c.get("version")
-    if v != COMPACT:
+    if v not in COMPACT_READ:
         if isinstance(v, int) and not isinstance(v, bool) and v > COMPACT:
             raise FormatError("%s: unknown version %d (this reader knows 1..%d)" % (where, v, COMPACT))
         return check(c, where)
@@ -248,6 +265,8 @@ def unpack(c, dof_rows=None, where="header"):
             raise FormatError("%s: 'ranges' are the skeleton's, but the rows are not its dofs" % where)
         los = [float(d[3]) for d in dof_rows]
         his = [float(d[4]) for d in dof_rows]
+    elif "r" in c:
+        los, his = staffranges.unpack(c["r"], n, top, _ref(dof_rows, top) if same else None, where)
     else:
         los = [float(x) for x in _list(c, "lo", n, where, num)]
         if "step" in c:
@@ -256,7 +275,9 @@ def unpack(c, dof_rows=None, where="header"):
             his = [los[i] + steps[i] * top for i in range(n)]
         else:
             his = [float(x) for x in _list(c, "hi", n, where, num)]
-    h = {"format": c.get("format"), "version": VERSION, "fps": c.get("fps"), "bits": bits,
+    # version 3 leaves out "format" (the PNG text keyword already names it)
+    fmt = c.get("format", FORMAT) if v == 3 else c.get("format")
+    h = {"format": fmt, "version": VERSION, "fps": c.get("fps"), "bits": bits,
          "frames": c.get("frames", 0),
          "rows": [{"name": names[i], "unit": units[i], "lo": los[i], "hi": his[i], "wrap": bool(wraps[i])}
                   for i in range(n)],

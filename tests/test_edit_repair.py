@@ -13,7 +13,7 @@ CLIPS = ["131_03.bvh", "05_20-daz.bvh", "dataset-1_dance-short_normal_001.bvh"]
 # seed 6, measured (benchmarks/editing.py --repair prints the mean of seeds 6, 7, 8), each
 # bound ~10% above: (despiked / corrupted, repaired / quantisation, clean despiked / quantisation)
 BOUNDS = {
-    ("131_03.bvh", "hampel"): (0.06, 2.7, 1.5),            # measured 0.053, 2.44x, 1.35x
+    ("131_03.bvh", "hampel"): (0.075, 3.2, 1.5),           # 0.053-0.066, 2.44-2.94x, 1.35x (fit grids differ)
     ("131_03.bvh", "isolated"): (0.09, 3.5, 3.0),          # 0.080, 3.17x, 2.74x (RThumb flips)
     ("05_20-daz.bvh", "hampel"): (0.09, 4.0, 1.15),        # 0.080, 3.64x, 1.02x
     ("05_20-daz.bvh", "isolated"): (0.045, 2.4, 1.55),     # 0.038, 2.14x, 1.40x
@@ -240,7 +240,8 @@ def test_robust_repair_meets_the_goal(name, ranges, shared_data):
 # the clean clip through despike:robust, as a multiple of its quantisation RMS (measured + ~5%):
 # the source's own one-frame glitches (05_20-mb LeftFoot, 3.03x), a 68-frame clip's toes (1.99x),
 # a 24-frame clip's ends (1.14x); all others <= 1.31x
-CLEAN_BOUND = {"fit": {"05_20-mb.bvh": 3.2, "dataset-2_run_normal_001.bvh": 2.1},
+# (05_20-mb: 3.73x with the binary-grid fitted ranges of header version 3)
+CLEAN_BOUND = {"fit": {"05_20-mb.bvh": 3.9, "dataset-2_run_normal_001.bvh": 2.1},
                "skeleton": {"dataset-1_run_normal_001.bvh": 1.2}}
 
 
@@ -299,13 +300,17 @@ def test_robust_leaves_the_ends_of_real_cuts_nearly_alone(shared_data):
         pytest.skip("%s is absent" % p)
     q = read_bvh(p).quantised()
     rng = np.random.default_rng(0)
+    ends = []
     for _ in range(20):
         a = int(rng.integers(0, q.frames - 40))
         b = int(rng.integers(a + 20, min(q.frames, a + 300)))
         cut = q.copy()
         cut.values = q.values[:, a:b].copy()
         out, mask = despike(cut, "robust", return_mask=True)
-        assert not mask[:, [0, -1]].any(), (a, b, np.argwhere(mask[:, [0, -1]])[:4])
+        ends += [(a, b, r, c) for r, c in np.argwhere(mask[:, [0, -1]])]
+    # none with the decimal fitted ranges of header version 2; one (cut 79:103, row 20, last
+    # frame) with the binary-grid ranges of version 3: at most 1 of 20 x 96 x 2
+    assert len(ends) <= 1, ends
 
 
 @pytest.mark.parametrize("method,before,bound", [("robust", 49, 5), ("hampel", 24, 5), ("isolated", 320, 25)])

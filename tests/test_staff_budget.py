@@ -72,7 +72,8 @@ def test_rows_that_do_not_move_are_constants():
     b = staff.refit("budget", max_error_mm=5.0)
     codes = b.codes()[0]
     assert (codes[5] == codes[5, 0]).all() and (codes[7] == codes[7, 0]).all()
-    assert b.max_error()[5] < 1e-6                      # stored as the value itself
+    assert b.max_error()[5] <= 5e-4                     # a step far below its share (<= 0.001)
+    assert (b.quantised().values[5] == 12.5).all()      # 12.5 is on the grid: the value itself
     assert b.max_error()[7] < 1e-3                      # a narrow code, not stretched to full contrast
 
 
@@ -165,7 +166,7 @@ def test_compact_header_bad_fields():
     for change, msg in ((lambda c: c.update(lo=[0.0]), "'lo' has 1 values for 2 rows"),
                         (lambda c: c.update(rows=2), "named by the skeleton"),
                         (lambda c: c.update(rows=[1, 2]), "names"),
-                        (lambda c: c.update(version=3), "unknown version 3"),
+                        (lambda c: c.update(version=4), "unknown version 4"),
                         (lambda c: c.update(e=-1), "max_error_mm")):
             bad = dict(c)
             change(bad)
@@ -230,3 +231,36 @@ def test_translation_after_a_rotation_is_a_lever(seed, e_mm, before):
     assert bound.max() <= e_mm
     fk = _fk_error_mm(sk, staff.values, q.values)
     assert (fk <= bound * (1 + 1e-6) + 1e-9).all() and fk.max() <= e_mm
+
+
+@pytest.mark.parametrize("e_mm", [0.4, 3.0, 40.0])
+def test_posed_arms_are_shorter_and_still_hold_by_forward_kinematics(e_mm):
+    """The lever arms from the motion itself (distance from each axis over the frames) are at
+    most the chain's, and the decoded BVH motion stays within the bound they give."""
+    from host.budget import _tight_arms, lever_arms_mm
+
+    full = read_bvh(CLIP)
+    staff = Staff(full.values[:, :90], full.rows, full.fps, 8, full.skeleton, dict(full.meta))
+    b = staff.refit("budget", max_error_mm=e_mm)
+    back = decode_png(encode_png(b, effort=0))
+    sk = back.skeleton
+    a = lever_arms_mm(sk, back.names, back.values)
+    t = _tight_arms(sk, back.names, back.values, a, back.max_error(), 30.0)
+    assert (t <= a).all() and (t < 0.9 * a).any()
+    bound = bound_mm(back)
+    assert bound.max() <= e_mm and (bound <= a.T @ back.max_error() + 1e-12).all()
+    fk = _fk_error_mm(sk, staff.values, back.values)
+    assert (fk <= bound * (1 + 1e-6) + 1e-9).all()
+
+
+def test_a_budget_only_the_posed_arms_meet_is_met():
+    """Between the posed arms' 16-bit limit and the chain arms' one: met, within the bound."""
+    full = read_bvh(CLIP)
+    staff = Staff(full.values[:, ::5], full.rows, 24.0, 8, full.skeleton, dict(full.meta))
+    posed, chain = min_budget_mm(staff, 16), min_budget_mm(staff, 16, posed=False)
+    assert posed < chain
+    e_mm = float("%.3g" % ((posed * 1.02 + chain) / 2.0)) if chain > posed * 1.05 else posed * 1.02
+    b = staff.refit("budget", max_error_mm=e_mm)
+    assert b.bits == 16 and bound_mm(b).max() <= e_mm
+    with pytest.raises(FormatError, match="cannot be met at 16 bits"):
+        staff.refit("budget", max_error_mm=posed * 0.9)

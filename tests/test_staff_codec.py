@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings, strategies as st
 from host import staff as hs
 from host.staff import Row, Staff
 from protocol import staffcodec as sc
-from protocol import staffheader
+from protocol import staffheader, staffranges
 
 finite = st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False)
 
@@ -100,8 +100,11 @@ def test_fit_ranges_contain_data_and_stay_tight(vals, bits):
     lo, hi = hs.fit_ranges(v, bits)
     assert lo[0] <= v.min() and hi[0] >= v.max() and hi[0] > lo[0]
     span = v.max() - v.min()
+    top = (1 << bits) - 1
     if span > 0:
-        assert hi[0] - lo[0] <= max(span, 1e-6) * 1.0041 + 1e-9 * abs(v).max()
+        # a grid step at most 1/32 above span / (top - 2)
+        assert hi[0] - lo[0] <= max(span, 1e-6) * top / (top - 2.0) * 33.0 / 32.0 * (1 + 1e-12) + 1e-9 * abs(v).max()
+    assert staffranges.pack([float(lo[0])], [float(hi[0])], top) is not None     # on the header's grid
     st_ = Staff(v, [Row("r", "deg", lo[0], hi[0])], bits=bits)
     err = np.abs(st_.quantised().values - v)
     assert (err <= st_.max_error()[0] * (1 + 1e-9) + 1e-12 * np.abs(v)).all()

@@ -298,6 +298,9 @@ def fill_rotation(values, groups, cubic):
             err_cub[ok] += d_cub[rows][:, side[ok]].sum(axis=0)
         use = frames[err_rot < err_cub]
         for r in rows:
+            gv = values[r, good[r]]
+            if gv.size and (gv == gv[0]).all():
+                continue          # a still row stays still (its cubic is its value)
             m = miss[r, use] & ~np.isnan(est[r, use])
             out[r, use[m]] = est[r, use[m]]
     return out
