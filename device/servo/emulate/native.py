@@ -68,8 +68,11 @@ class NativeEmulator(Emulator):
         return None if r.rows is None else {"rows": r.rows, "bits": r.hbits, "id": r.header_id}
 
     def now_ms(self):
-        # floor to the ms, robust to the clock's binary fractions (t = k / 1000 s must give k)
-        return int((self.clock() - self.t0) * 1000 + 1e-6)
+        # as the Pico: its ticks_ms is the microsecond timer // 1000. The clock's seconds, a
+        # difference of binary fractions, to the nearest us first (t = k / 1000 s gives k even
+        # with t0 a monotonic clock's years of uptime), then floor division (a time before t0
+        # floors too: int() rounded -1.5 ms to -1)
+        return int(round((self.clock() - self.t0) * 1e6)) // 1000
 
     def _on_frame(self):
         r = self.receiver
