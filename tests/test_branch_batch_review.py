@@ -168,3 +168,22 @@ def test_twin_ticks_ms_floors_on_any_monotonic_clock(t0_s, k):
     t[0] = t0_s + (k + 0.5) / 1000.0
     assert emu.now_ms() == k & TICKS_MAX
 
+
+
+def test_random_dropouts_and_offsets_keep_the_per_frame_bound():
+    """Seeded: 120 frames of the filter good, between, or bad on random joints, random sensors
+    missing or non-finite: never more than 3 seeds x 2 steps in a call, never a fire on fewer
+    than 2 x 2 steps, never an exception."""
+    sk, est, chk, names, truth, off = _setup()
+    rng = np.random.default_rng(11)
+    joints = [sk.dof_index(n) for n in ("l_elbow_flex", "r_knee_flex", "l_shoulder_abd", "lumbar_flex")]
+    for k in range(120):
+        q = sk.home.copy()
+        q[joints[rng.integers(len(joints))]] += rng.choice([0.0, 9.0, 30.0, 60.0])
+        orient = {n: R for n, R in truth.items() if rng.random() > 0.2}
+        if orient and rng.random() < 0.2:
+            orient[next(iter(orient))] = np.full((3, 3), np.inf)
+        before = chk.iterations
+        chk(est, SimpleNamespace(orient=orient, t_s=2 + k / 30.0), q)
+        assert chk.iterations - before <= 6
+    assert chk.resets >= 1 and chk.fewest_at_fire >= 4 and chk.most_in_a_frame == 6
