@@ -5,7 +5,7 @@ import pytest
 
 from device.firmware.receiver import Receiver
 from device.servo.emulate.board import Board
-from device.servo.emulate.native import NativeEmulator
+from device.servo.emulate.native import TICKS_MAX, NativeEmulator, default_config
 from device.servo.native import Native
 from protocol import linkheader as lh, packets as pk
 from tools import linkfuzz
@@ -162,3 +162,35 @@ def test_the_twin_board_clock_counts_whole_milliseconds_like_ticks_ms():
         t[0] = k / 1000.0
         wrong += emu.now_ms() != k
     assert wrong == 0
+
+
+def _ramp_and_silence(ticks_at_start):
+    """The twin driven by the Native driver: a velocity-limited ramp (1 us/ms), then 1 s of
+    silence (failsafe after 500 ms); the pulses and state after every 20 ms."""
+    t = [0.0]
+    emu = NativeEmulator(clock=lambda: t[0], config=default_config(6, max_vel_dps=1000.0))
+    emu.t0 = -ticks_at_start / 1000.0
+    drv = Native(_Port(emu), bits=16, clock=lambda: t[0])
+    drv.start([(i, {"min": 1000, "max": 2000}) for i in range(6)])
+    out = []
+    for k in range(40):
+        t[0] += 0.02
+        drv.send_positions([(i, 1200 if k < 5 else 1800) for i in range(6)])
+        out.append((emu.pulses_ns()[:6], emu.receiver.state))
+    for k in range(50):
+        t[0] += 0.02
+        emu.poll()
+        out.append((emu.pulses_ns()[:6], emu.receiver.state))
+    return out, emu.now_ms()
+
+
+def test_twin_ticks_wrap_like_the_picos_and_the_firmware_does_not_notice():
+    """The Pico's ticks_ms wraps at 2^30 ms (12.4 days up); the twin's never did, and the
+    firmware's CPython ticks_diff was a - b: a receiver up 12.4 days froze its ramp (dt < 0)
+    and never failed safe. Across the wrap the twin now does exactly what it does from 0."""
+    plain, _ = _ramp_and_silence(0)
+    wrapped, end_ms = _ramp_and_silence(TICKS_MAX + 1 - 300)
+    assert end_ms < 2000                              # it did wrap (about 1.5 s after it)
+    assert wrapped == plain
+    assert plain[-1][1] == pk.STATE_FAILSAFE and plain[10][0] != plain[30][0]   # it ramps, it fails safe
+

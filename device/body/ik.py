@@ -30,12 +30,15 @@ def _rotvec(R):
     small = s < 1e-6
     f = np.where(small, 0.5, th / (2.0 * np.where(small, 1.0, s)))
     out = v * f[:, None]
-    # near pi: axis from the diagonal
+    # near pi: axis from the symmetric part (its eigenvector of eigenvalue 1), its sign from
+    # the antisymmetric part v = 2 sin(th) axis (eigh picks either sign: below pi the other
+    # one is the rotation by -th, a residual the wrong way round)
     big = (th > np.pi - 1e-3)
     if np.any(big):
         for k in np.nonzero(big)[0]:
             w, V = np.linalg.eigh(0.5 * (R[k] + R[k].T))
-            out[k] = V[:, -1] * th[k]
+            a = V[:, -1]
+            out[k] = (-a if a @ v[k] < 0.0 else a) * th[k]
     return out
 
 

@@ -29,11 +29,15 @@ least squares steps (~0.5 ms each on a PC, several times that on a Pi 4). So the
 at the first bad frame and run side by side, `iters_per_frame` steps a frame each, every step
 against that frame's orientations (the solutions follow the moving body): by the frame the
 check fires they have had `frames` x iters_per_frame steps and are the current frame's. Solves
-that started on a frame that stayed alone are dropped after `frames` + 2 frames.
+that started on a frame that stayed alone are dropped after `frames` + 2 frames; the check
+fires on the `frames`-th bad frame of the solves under way (never on fewer steps). A sensor that
+drops out or comes back mid-recovery (or reads non-finite) changes the targets, not the solutions
+so far: they go on from where they are against the sensors present.
 """
 
 import numpy as np
 
+from device.body.dynamics import model_of
 from device.body.ik_batch import OrientationIKBatch
 
 
@@ -41,12 +45,21 @@ class _Solves:
     """The seeds' IK, side by side (device.body.ik_batch), and their current solutions (SI)."""
 
     def __init__(self, skeleton, names, seeds, ref, prior_weight):
+        self.skeleton, self.prior_weight = skeleton, prior_weight
+        self.seeds = np.array(seeds)
         self.ref = ref.copy()
-        self.names = list(names)
-        self.ik = OrientationIKBatch(skeleton, names, np.array(seeds), orientation_weight=1.0,
-                                     prior_weight=prior_weight)
-        self.Q = self.ik.model.to_si(np.array(seeds))
+        self.Q = model_of(skeleton).to_si(self.seeds)
+        self.use(names)
         self.age = 0              # frames since the first
+        self.bad = 0              # frames above bad_deg since the first (the first included)
+        self.steps = 0            # damped least squares steps each seed has had
+
+    def use(self, names):
+        """Targets for these sensors (a sensor dropped out or came back): the solutions so far
+        (poses, whatever the sensors) go on from where they are."""
+        self.names = list(names)
+        self.ik = OrientationIKBatch(self.skeleton, self.names, self.seeds, orientation_weight=1.0,
+                                     prior_weight=self.prior_weight)
 
 
 class BranchCheck:
@@ -65,6 +78,7 @@ class BranchCheck:
         self.resets = 0           # filter restarts
         self.iterations = 0       # IK steps taken in all (each solve's)
         self.most_in_a_frame = 0  # the most IK steps in one frame (all solves)
+        self.fewest_at_fire = None  # the fewest steps a seed's solve had when the check fired
 
     def _resid_deg(self, est, idx, Rm, q_dof):
         _, Rs, _ = est.meas.features(est.model.kinematics(est.model.to_si(q_dof)), idx)
@@ -73,13 +87,27 @@ class BranchCheck:
         return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
 
     def __call__(self, est, obs, q):
-        names = [n for n in obs.orient if n in est.meas.index]
+        # the sensors with a usable rotation this frame: a non-finite one, or one that is no
+        # rotation (|R'R - I| > 1e-3: a zero quaternion's), is a missing sensor
+        names, Rm = [], []
+        for n, R in obs.orient.items():
+            if n in est.meas.index and R is not None and np.shape(R) == (3, 3):
+                names.append(n)
+                Rm.append(R)
         if not names:
             return q
+        Rm = np.array(Rm, float)
+        # (all sensors at once) finite, R'R = I to 1e-3, det R > 0
+        ok = np.isfinite(Rm).all(axis=(1, 2))
+        Rm = np.where(ok[:, None, None], Rm, 0.0)
+        ok &= np.abs(Rm.transpose(0, 2, 1) @ Rm - np.eye(3)).max(axis=(1, 2)) < 1e-3
+        ok &= np.linalg.det(Rm) > 0.0
+        if not ok.all():
+            names = [n for n, o in zip(names, ok) if o]
+            Rm = Rm[ok]
+            if not names:
+                return q
         idx = np.array([est.meas.index[n] for n in names])
-        Rm = np.array([obs.orient[n] for n in names], float)
-        if not np.isfinite(Rm.sum()):
-            return q                         # (the unit passes normalised rotations only)
         self.hist.append(q.copy())
         del self.hist[:-int(1.0 * self.rate_hz) - 1]
         res = self._resid_deg(est, idx, Rm, q)
@@ -97,22 +125,28 @@ class BranchCheck:
         if self.good_q is None:
             return q
         s = self.solves
-        if s is not None and (s.age > self.frames + 2 or s.names != names):
-            s = self.solves = None           # stale, or the sensors seen changed
+        if s is not None and s.age > self.frames + 2:
+            s = self.solves = None           # stale: started on a bad frame that stayed alone
+        if s is not None and s.names != names:
+            s.use(names)                     # a sensor dropped out or came back
         if excess > self.bad_deg:
             self.bad += 1
             if s is None:
                 h = self.hist
                 s = self.solves = _Solves(self.skeleton, names, (self.good_q, h[len(h) // 2], h[0]),
                                           h[0], self.prior_weight)
+            s.bad += 1
         if s is None:
             return q
         self._step(s, Rm)
-        if self.bad < self.frames:
+        # fire on the frames-th bad frame of these solves (not of an earlier, dropped one: the
+        # solutions must have had their frames x iters_per_frame steps)
+        if s.bad < self.frames:
             return q
         # the check fires: the solutions that fit, the one nearest the oldest seed
         self.bad = 0
         self.solves = None
+        self.fewest_at_fire = s.steps if self.fewest_at_fire is None else min(self.fewest_at_fire, s.steps)
         best = None
         r_ik = s.ik.residual_deg(s.Q)
         for k in range(len(s.Q)):
@@ -135,5 +169,6 @@ class BranchCheck:
         s.ik.set_orientations(Rm)
         for _ in range(self.iters_per_frame):
             s.Q, _, _ = s.ik.iterate(s.Q)
+            s.steps += 1
             self.iterations += len(s.Q)
         self.most_in_a_frame = max(self.most_in_a_frame, self.iters_per_frame * len(s.Q))

@@ -23,10 +23,11 @@ from device.firmware.servos import ServoBank
 
 try:
     _ticks_diff = time.ticks_diff
-except AttributeError:  # CPython: plain ints
+except AttributeError:  # CPython (the twin): MicroPython's, for ticks_ms wrapping at 2^30 ms
 
     def _ticks_diff(a, b):
-        return a - b
+        # signed difference modulo the ticks period: ((a - b + 2^29) & (2^30 - 1)) - 2^29
+        return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
 
 
 class Receiver:

@@ -19,6 +19,7 @@ from device.servo.emulate.base import Emulator
 from device.servo.emulate.board import Board
 
 NROWS_MAX = 64
+TICKS_MAX = 0x3FFFFFFF          # MicroPython's ticks_ms period is 2^30 ms
 
 
 def default_config(n=48, timeout_ms=500, action="hold", max_vel_dps=100000.0):
@@ -68,8 +69,12 @@ class NativeEmulator(Emulator):
         return None if r.rows is None else {"rows": r.rows, "bits": r.hbits, "id": r.header_id}
 
     def now_ms(self):
-        # floor to the ms, robust to the clock's binary fractions (t = k / 1000 s must give k)
-        return int((self.clock() - self.t0) * 1000 + 1e-6)
+        # as the Pico: its ticks_ms is the microsecond timer // 1000, modulo 2^30 (MicroPython's
+        # ticks period: it wraps after 12.4 days; the firmware takes differences by ticks_diff).
+        # The clock's seconds, a difference of binary fractions, to the nearest us first (t =
+        # k / 1000 s gives k even with t0 a monotonic clock's years of uptime), then floor
+        # division (a time before t0 floors too: int() rounded -1.5 ms to -1)
+        return (int(round((self.clock() - self.t0) * 1e6)) // 1000) & TICKS_MAX
 
     def _on_frame(self):
         r = self.receiver
