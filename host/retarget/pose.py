@@ -35,14 +35,29 @@ WEIGHT_RAMP_S = 0.5        # time the weight takes to move onto one foot (OP3, q
 MAX_TRUNK_TILT_DEG = 25.0  # with balance the torso bows at most this far
 SWING_PITCH_DEG = 25.0     # a swing foot pitches at most this much (its toe must not dig in)
 SWING_CLEAR_M = 0.015      # and clears the floor by this much
+# the swing foot turns to the person's pitch as w ** 2 of the swing (w in _swing_weights): it
+# leaves the floor flat; pitching it as it lifts dragged the toe (131_03 at 5.3 s: 17 mm)
+SWING_PITCH_POWER = 2.0
 COM_INWARD_M = 0.02       # the weight over the stance sole, this far inside its centre
 SETTLE_S = 0.1             # and rests there before the other foot lifts
 MIN_SWING_S = 0.6          # a lift shorter than this (a walking step) keeps the foot down
 MAX_RETIME = 4.0
 COM_COST = 3000.0          # the centre-of-mass task's cost (horizontal) against the segment tasks
+# the upper arm's direction before the forearm's: an OP3 arm (shoulder pitch, roll, elbow) holds
+# upper arm and forearm in one plane through the shoulders' axis, so a forearm bent forward off
+# a hanging arm is out of reach; the IK matches the upper arm and puts the forearm in that plane
+# as close to the person's as it goes, rather than bending both away (with balance, where the
+# torso is held upright; without, the arms' pull would turn the free-floating body)
+UPPER_ARM_WEIGHT = 4.0
+# with balance the arms move at half the legs' joint speed: arms that follow the person swing
+# with them, and at full speed their reaction tipped the OP3 twin over (dataset-1_kick at 8.3 s)
+ARM_VEL_SCALE = 0.5
 # XM430-W350 at P gain 800 in the twin: 4.6 duty/rad, so at 120 deg/s (0.4 of 300) the back-EMF
 # leaves an error of about 5 deg; faster than that the motion is slowed
 FOLLOW_FRACTION = 0.4
+# the IK keeps self-collision pairs this far apart unless the robot's pair says otherwise
+# (robotmodel.SPECS "collide": an OP3 elbow passing its hip keeps 15 mm, see there)
+COLLISION_MARGIN_M = 0.004
 
 
 class Result:
@@ -109,11 +124,22 @@ def _flat_feet(dirs, contacts):
         d = dirs[k]
         el = np.arcsin(np.clip(d[:, 2], -1, 1))
         c = contacts[s] if contacts is not None and contacts[s].any() else np.ones(len(d), bool)
-        e0 = float(np.median(el[c]))
-        az = np.arctan2(d[:, 1], d[:, 0])
-        el2 = el - e0
-        out[k] = np.stack([np.cos(el2) * np.cos(az), np.cos(el2) * np.sin(az), np.sin(el2)], axis=1)
+        out[k] = pitch_foot(d, float(np.median(el[c])))
     return out
+
+
+def pitch_foot(d, e0_rad):
+    """(F, 3) foot directions d turned toe-up by -e0_rad about the foot's own lateral axis (the
+    horizontal axis across the foot; a foot pitched past the vertical, pointing back in a run's
+    back swing, keeps its left: its yaw folded back), so the flat-foot line becomes level.
+    Rodrigues: d' = d cos(e0) + (k x d) sin(e0) + k (k . d)(1 - cos(e0)), k the foot's left axis
+    (a rotation by e0 < 0 about k lifts the toe)."""
+    d = np.atleast_2d(d)
+    az = np.arctan2(d[:, 1], d[:, 0])
+    az = np.where(np.abs(az) > np.pi / 2, az - np.pi * np.sign(az), az)
+    k = np.stack([-np.sin(az), np.cos(az), np.zeros_like(az)], axis=1)
+    c, s = np.cos(e0_rad), np.sin(e0_rad)
+    return d * c + np.cross(k, d) * s + k * np.sum(k * d, axis=1, keepdims=True) * (1 - c)
 
 
 def _frame_from(z, x_hint):
@@ -428,7 +454,8 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
 
 
 def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
-                 converge_first=True, weights=None, frames=None, lead=0, com_cost=COM_COST):
+                 converge_first=True, weights=None, frames=None, lead=0, com_cost=COM_COST,
+                 upper_arm_weight=UPPER_ARM_WEIGHT, arm_vel_scale=ARM_VEL_SCALE):
     """Yields qpos per output frame, frame f computed when the caller asks for it: a live
     caller (host/retarget/live.py) fills D[seg][f], swing_l[f], ... just before; `weights`
     (weight, {"l": swing weight, "r": ...}) then replaces the whole-clip schedules, `frames` N;
@@ -468,7 +495,9 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
         if seg in D and seg in lengths:
             a, b = SEGMENTS[seg]
             kind, name = body.points[b]
-            t = mink.FrameTask(name, kind, position_cost=1.0 / max(lengths[seg], 0.02), orientation_cost=0.0)
+            # (with balance: the torso is held upright then, so the arms cannot drag the body)
+            w = upper_arm_weight if balance and body.humanoid and seg.endswith("upper_arm") else 1.0
+            t = mink.FrameTask(name, kind, position_cost=w / max(lengths[seg], 0.02), orientation_cost=0.0)
             tasks.append(t)
             chains.append((seg, a, b, t))
     torso = None
@@ -503,15 +532,23 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
     # the IK moves each joint at most at the speed its servo follows closely (FOLLOW_FRACTION of
     # the rated one); _limit keeps the description's max_vel_dps as the hard bound
     vel = {s.name: float(np.radians(s.max_vel_dps * FOLLOW_FRACTION)) for s in body.servos}
-    limits.append(mink.VelocityLimit(m, vel))
+    # (with balance the arms at ARM_VEL_SCALE of that once the clip runs)
+    arm = {k: v * (arm_vel_scale if balance and body.humanoid and k[2:5] in ("sho", "el") else 1.0)
+           for k, v in vel.items()}
+    limits.append(mink.VelocityLimit(m, arm))
     # the lead-in from home goes at a quarter of that: a bow or a crouch into the first pose
     # taken fast would throw the body
     lead_limits = [limits[0], mink.VelocityLimit(m, dict((k, v * 0.25) for k, v in vel.items()))]
     if collisions and body.spec["collide"]:
-        pairs = [(_geoms(m, a), _geoms(m, b)) for a, b in body.spec["collide"]]
-        limits.append(mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=0.004,
-                                                   collision_detection_distance=0.03))
-        lead_limits.append(limits[-1])
+        # one limit per margin: (subtree, subtree[, margin m]) pairs, COLLISION_MARGIN_M if none
+        groups = {}
+        for pair in body.spec["collide"]:
+            margin = pair[2] if len(pair) > 2 else COLLISION_MARGIN_M
+            groups.setdefault(margin, []).append((_geoms(m, pair[0]), _geoms(m, pair[1])))
+        for margin, pairs in sorted(groups.items()):
+            limits.append(mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=margin,
+                                                       collision_detection_distance=margin + 0.03))
+            lead_limits.append(limits[-1])
     dt = 1.0 / fps
     SE3, SO3 = mink.SE3, mink.SO3
     for f in range(N):
@@ -520,7 +557,8 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                 # the stance leg's shape follows from the hips over the planted foot
                 sw = swing_l if seg[0] == "l" else swing_r
                 stance = seg.endswith(("thigh", "shank")) and not sw[f]
-                t.set_position_cost((0.2 if stance else 1.0) / max(lengths[seg], 0.02))
+                w = upper_arm_weight if body.humanoid and seg.endswith("upper_arm") else 1.0
+                t.set_position_cost((0.2 if stance else w) / max(lengths[seg], 0.02))
         # the first frame converges without the velocity limit (the player ramps to it from
         # wherever the robot stands); after it, each frame moves on from the one before
         first = f == 0 and converge_first
@@ -571,7 +609,7 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                     foot_p = body.point_pos(data, s + "_ankle")
                     off = data.xpos[m.body(body.spec["feet"][s]).id] - foot_p
                     p = (1 - w) * p0 + w * (ank + off)
-                    Rb = SO3.from_matrix(R0).interpolate(SO3.from_matrix(Rf), w)
+                    Rb = SO3.from_matrix(R0).interpolate(SO3.from_matrix(Rf), w ** SWING_PITCH_POWER)
                     # clear the floor with the sole's toe or heel, however the foot is pitched
                     pitch = abs(Rb.as_matrix()[2, 0])
                     p[2] = max(p[2], p0[2] + (half_len * pitch + SWING_CLEAR_M) * min(1.0, 4 * w))

@@ -49,10 +49,13 @@ SPECS = {
         "sole_half_m": (0.057, 0.039),
         "segments": ("trunk", "l_thigh", "r_thigh", "l_shank", "r_shank", "l_foot", "r_foot",
                      "l_upper_arm", "r_upper_arm", "l_forearm", "r_forearm"),
-        # self-collision pairs the IK keeps apart: (subtree root, subtree root)
+        # self-collision pairs the IK keeps apart: (subtree root, subtree root[, margin m]); an
+        # elbow keeps 15 mm from its hip: the player's limiter (its acceleration bound) and the
+        # servos' lag carry the arm a few degrees past the plan, 5-10 mm at the elbow (measured
+        # on dataset-2_run: at 4 mm the played commands touched in 35 frames, up to 10 mm deep)
         "collide": (("l_hip_roll_link", "r_hip_roll_link"), ("l_sho_roll_link", "body_link"),
-                    ("r_sho_roll_link", "body_link"), ("l_el_link", "l_hip_yaw_link"),
-                    ("r_el_link", "r_hip_yaw_link")),
+                    ("r_sho_roll_link", "body_link"), ("l_el_link", "l_hip_yaw_link", 0.015),
+                    ("r_el_link", "r_hip_yaw_link", 0.015)),
     },
     "so101-feetech": {
         "model": ("so101", "so101_new_calib.xml"), "humanoid": False, "torso": None,
