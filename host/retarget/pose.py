@@ -441,8 +441,15 @@ def _limit(deg, body, fps):
 
 
 def _geoms(model, root):
+    """Colliding geom ids of a body's subtree (a name), of those bodies alone (a tuple), or the
+    floor plane ("floor")."""
     import mink
-    ids = mink.get_subtree_geom_ids(model, model.body(root).id)
+    if root == "floor":
+        return [model.geom("floor").id]
+    if isinstance(root, str):
+        ids = mink.get_subtree_geom_ids(model, model.body(root).id)
+    else:
+        ids = [g for b in root for g in range(model.ngeom) if model.geom_bodyid[g] == model.body(b).id]
     return [g for g in ids if model.geom_contype[g] or model.geom_conaffinity[g]]
 
 
@@ -540,14 +547,17 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
     # taken fast would throw the body
     lead_limits = [limits[0], mink.VelocityLimit(m, dict((k, v * 0.25) for k, v in vel.items()))]
     if collisions and body.spec["collide"]:
-        # one limit per margin: (subtree, subtree[, margin m]) pairs, COLLISION_MARGIN_M if none
+        # one limit per (margin, push): (subtree, subtree[, margin m[, push m/s]]) pairs; the
+        # push (mink's bound_relaxation, < 0) moves a pair back out once inside its margin (the
+        # linear constraint alone lets it creep in: an SO-101 gripper reached the table)
         groups = {}
         for pair in body.spec["collide"]:
-            margin = pair[2] if len(pair) > 2 else COLLISION_MARGIN_M
-            groups.setdefault(margin, []).append((_geoms(m, pair[0]), _geoms(m, pair[1])))
-        for margin, pairs in sorted(groups.items()):
+            key = (pair[2] if len(pair) > 2 else COLLISION_MARGIN_M, pair[3] if len(pair) > 3 else 0.0)
+            groups.setdefault(key, []).append((_geoms(m, pair[0]), _geoms(m, pair[1])))
+        for (margin, push), pairs in sorted(groups.items()):
             limits.append(mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=margin,
-                                                       collision_detection_distance=margin + 0.03))
+                                                       collision_detection_distance=margin + 0.03,
+                                                       bound_relaxation=push))
             lead_limits.append(limits[-1])
     dt = 1.0 / fps
     SE3, SO3 = mink.SE3, mink.SO3
