@@ -102,6 +102,22 @@ def fmt(v, spec="%.1f"):
     return "-" if v is None else spec % v
 
 
+SHORT = {"upper_arm": "uarm", "forearm": "farm", "thigh": "thigh", "shank": "shank", "foot": "foot",
+         "hand": "hand"}
+
+
+def segment_line(seg):
+    """'trunk 0 thigh 25/19 shank ...': median error deg per segment, left/right."""
+    out = []
+    if "trunk" in seg:
+        out.append("trunk %.0f" % seg["trunk"])
+    for part, short in SHORT.items():
+        lr = [seg.get(s + "_" + part) for s in "lr"]
+        if any(v is not None for v in lr):
+            out.append("%s %s" % (short, "/".join("-" if v is None else "%.0f" % v for v in lr)))
+    return " ".join(out)
+
+
 def run_robot(robot_name, staff, methods):
     robot = load_robot(robot_name)
     out = {}
@@ -115,12 +131,12 @@ def run_robot(robot_name, staff, methods):
             cmd, retimed, infeasible = res.staff, res.retimed, res.infeasible
             root, lead, how = res.qpos[:, :7], res.lead_in_s, method
         t_ret = time.perf_counter() - t0
-        err, _ = pose_error_deg(staff, cmd, robot_name, retimed, root, lead)
+        err, seg = pose_error_deg(staff, cmd, robot_name, retimed, root, lead)
         # the product path: the player's limiter and ramp, the driver's bytes, the controller
         # emulator, the physics twin (host/physics/simulate.py)
         sim = run_simulation(staff, robot_name, retargeted=(cmd, res)).report
-        out[method] = dict(sim, pose_error_deg=err, retimed=retimed, infeasible=infeasible,
-                           how=how, retarget_s=t_ret)
+        out[method] = dict(sim, pose_error_deg=err, segment_error_deg=seg, retimed=retimed,
+                           infeasible=infeasible, how=how, retarget_s=t_ret)
     return out
 
 
@@ -140,7 +156,8 @@ def main(argv=None):
     say("benchmarks/robot.py --max-s %g: the first %g s of every clip; physics: host/physics/simulate.py "
         "(player, driver bytes, controller emulator, MuJoCo twin)" % (args.max_s, args.max_s))
     say("columns: fell (time s after the first frame) | pose error median deg | tracking RMS deg | "
-        "self-collision frames | foot slip mm | retime factor | physics real-time factor (CPU)")
+        "self-collision frames | foot slip mm | retime factor | physics real-time factor (CPU); "
+        "per segment: median pose error deg, left/right")
     say()
     hdr = "%-38s %-5s %9s %6s %6s %5s %7s %6s %6s" % ("clip (s)", "meth", "fell@s", "pose", "track",
                                                      "coll", "slip", "retim", "RTF")
@@ -169,6 +186,8 @@ def main(argv=None):
                     ("yes@%.2f" % r["fall_time_s"]) if r["fell"] else "no", r["pose_error_deg"],
                     r["tracking_rms_deg"] or float("nan"), r["self_collision_frames"],
                     r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"]))
+                if m != "row":
+                    say("  %-36s        per segment: %s" % ("", segment_line(r["segment_error_deg"])))
                 for a, b, why in r["infeasible"][:4]:
                     say("  %-36s        infeasible %.2f-%.2f s: %s" % ("", a, b, why))
                 if len(r["infeasible"]) > 4:

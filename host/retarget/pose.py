@@ -546,6 +546,7 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
     # the lead-in from home goes at a quarter of that: a bow or a crouch into the first pose
     # taken fast would throw the body
     lead_limits = [limits[0], mink.VelocityLimit(m, dict((k, v * 0.25) for k, v in vel.items()))]
+    unpushed = {}                # id(a pushing collision limit) -> the same pairs without the push
     if collisions and body.spec["collide"]:
         # one limit per (margin, push): (subtree, subtree[, margin m[, push m/s]]) pairs; the
         # push (mink's bound_relaxation, < 0) moves a pair back out once inside its margin (the
@@ -555,10 +556,15 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
             key = (pair[2] if len(pair) > 2 else COLLISION_MARGIN_M, pair[3] if len(pair) > 3 else 0.0)
             groups.setdefault(key, []).append((_geoms(m, pair[0]), _geoms(m, pair[1])))
         for (margin, push), pairs in sorted(groups.items()):
-            limits.append(mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=margin,
-                                                       collision_detection_distance=margin + 0.03,
-                                                       bound_relaxation=push))
-            lead_limits.append(limits[-1])
+            for p in (push, 0.0) if push else (push,):
+                lim = mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=margin,
+                                                   collision_detection_distance=margin + 0.03,
+                                                   bound_relaxation=p)
+                if p != push:
+                    unpushed[id(limits[-1])] = lim
+                else:
+                    limits.append(lim)
+                    lead_limits.append(lim)
     dt = 1.0 / fps
     SE3, SO3 = mink.SE3, mink.SO3
     for f in range(N):
@@ -642,11 +648,18 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                 # lets the body sag outwards over a single foot)
                 c = mid + max(u, 0.0) * (soles["l"] - mid) * shrink + max(-u, 0.0) * (soles["r"] - mid) * shrink
                 com.set_target(c)
-            try:
-                use = lead_limits if f < lead else limits
-                v = mink.solve_ik(conf, tasks, dt / iterations, "daqp", damping=1e-3,
-                                  limits=[x for x in use if not (first and isinstance(x, mink.VelocityLimit))])
-            except mink.NoSolutionFound:
+            use = [x for x in (lead_limits if f < lead else limits)
+                   if not (first and isinstance(x, mink.VelocityLimit))]
+            v = None
+            # a push out of a margin can contradict a joint's stop: then without the push (the
+            # pair only kept from coming closer), and failing that the robot holds still
+            for lim in (use, [unpushed.get(id(x), x) for x in use]):
+                try:
+                    v = mink.solve_ik(conf, tasks, dt / iterations, "daqp", damping=1e-3, limits=lim)
+                    break
+                except mink.NoSolutionFound:
+                    continue
+            if v is None:
                 v = np.zeros(m.nv)
             conf.integrate_inplace(v, dt / iterations)
         yield conf.q.copy()
