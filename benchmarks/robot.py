@@ -18,7 +18,10 @@ models, XM430-W350 / STS3215): fell and fall time, tracking RMS (commanded vs ac
 self-collision frames, foot slip (mm: a foot's travel from where it touched down while it stays
 on the floor), retime factor, kinematic pose error (median angle
 between corresponding segment directions; the robot's torso where the IK put it for pose and
-bal, upright for the row copy, which commands none), and the simulation's real-time factor. All figures are from simulation of real recordings.
+bal, upright for the row copy, which commands none; per segment for pose and bal), and the
+simulation's real-time factor (simulated seconds per CPU second of this process and per wall
+second; the machine's 2 cores are shared, so wall is the noisier). All figures are from
+simulation of real recordings. `--max-s 1000` runs every clip whole (docs/robots.md says how long).
 """
 
 import argparse
@@ -156,13 +159,15 @@ def main(argv=None):
     say("benchmarks/robot.py --max-s %g: the first %g s of every clip; physics: host/physics/simulate.py "
         "(player, driver bytes, controller emulator, MuJoCo twin)" % (args.max_s, args.max_s))
     say("columns: fell (time s after the first frame) | pose error median deg | tracking RMS deg | "
-        "self-collision frames | foot slip mm | retime factor | physics real-time factor (CPU); "
+        "self-collision frames | foot slip mm | retime factor | physics real-time factor: simulated s "
+        "per CPU s (RTF) and per wall s (RTFw, on 2 cores shared with other jobs); "
         "per segment: median pose error deg, left/right")
     say()
-    hdr = "%-38s %-5s %9s %6s %6s %5s %7s %6s %6s" % ("clip (s)", "meth", "fell@s", "pose", "track",
-                                                     "coll", "slip", "retim", "RTF")
+    hdr = "%-38s %-5s %9s %6s %6s %5s %7s %6s %6s %6s" % ("clip (s)", "meth", "fell@s", "pose", "track",
+                                                         "coll", "slip", "retim", "RTF", "RTFw")
     say(hdr)
     summary = {"op3": [], "so101": []}
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     for path in clips(args):
         name = os.path.basename(path)
         try:
@@ -181,11 +186,12 @@ def main(argv=None):
             say("%s on %s (%.1f s of the clip)" % (name, robot_name, staff.duration_s))
             for m in methods:
                 r = res[m]
-                say("  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f" % (
+                say("  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f %6.1f" % (
                     r["how"] if m == "row" else "", m,
                     ("yes@%.2f" % r["fall_time_s"]) if r["fell"] else "no", r["pose_error_deg"],
                     r["tracking_rms_deg"] or float("nan"), r["self_collision_frames"],
-                    r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"]))
+                    r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"],
+                    r["realtime_factor"]))
                 if m != "row":
                     say("  %-36s        per segment: %s" % ("", segment_line(r["segment_error_deg"])))
                 for a, b, why in r["infeasible"][:4]:
@@ -194,17 +200,20 @@ def main(argv=None):
                     say("  %-36s        ... %d more spans" % ("", len(r["infeasible"]) - 4))
             summary[key].append((name, res))
     say()
+    say("whole run: %.0f s wall, %.0f s CPU (retargeting, C3D IK and physics)"
+        % (time.perf_counter() - wall0, time.process_time() - cpu0))
     say("summary, OP3 (%d clips):" % len(summary["op3"]))
     for m in ("row", "pose", "bal"):
         rs = [r[m] for _, r in summary["op3"] if m in r]
         if not rs:
             continue
         say("  %-4s fell on %d/%d; pose error median of clips %.1f deg (worst %.1f); tracking RMS median "
-            "%.2f deg (worst %.2f); self-collision frames %d; slip worst %.1f mm; RTF median %.1f"
+            "%.2f deg (worst %.2f); self-collision frames %d; slip worst %.1f mm; RTF median %.1f CPU, %.1f wall"
             % (m, sum(r["fell"] for r in rs), len(rs), np.median([r["pose_error_deg"] for r in rs]),
                max(r["pose_error_deg"] for r in rs), np.median([r["tracking_rms_deg"] or np.nan for r in rs]),
                max(r["tracking_rms_deg"] or 0.0 for r in rs), sum(r["self_collision_frames"] for r in rs),
-               max(r["foot_slip_mm"] or 0.0 for r in rs), np.median([r["cpu_realtime_factor"] for r in rs])))
+               max(r["foot_slip_mm"] or 0.0 for r in rs), np.median([r["cpu_realtime_factor"] for r in rs]),
+               np.median([r["realtime_factor"] for r in rs])))
     better = sum(r["bal"]["pose_error_deg"] < r["row"]["pose_error_deg"] for _, r in summary["op3"])
     say("  pose error with balance under the row copy's on %d/%d clips" % (better, len(summary["op3"])))
     for m in ("row", "pose"):
