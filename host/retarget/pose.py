@@ -45,12 +45,15 @@ MAX_RETIME = 4.0
 COM_COST = 3000.0          # the centre-of-mass task's cost (horizontal) against the segment tasks
 # the upper arm's direction before the forearm's: an OP3 arm (shoulder pitch, roll, elbow) holds
 # upper arm and forearm in one plane through the shoulders' axis, so a forearm bent forward off
-# a hanging arm is out of reach; the IK matches the upper arm and puts the forearm in that plane
-# as close to the person's as it goes, rather than bending both away (with balance, where the
-# torso is held upright; without, the arms' pull would turn the free-floating body)
-UPPER_ARM_WEIGHT = 4.0
-# with balance the arms move at half the legs' joint speed: arms that follow the person swing
-# with them, and at full speed their reaction tipped the OP3 twin over (dataset-1_kick at 8.3 s)
+# a hanging arm is out of reach; with balance the IK matches the upper arm and puts the forearm
+# in that plane as close to the person's as it goes, rather than bending both away. The forearm's
+# task is weakened (x0.25), not the upper arm's raised: stronger arm tasks pulled against the
+# balance (measured whole-length: 4x on the upper arm tipped the twin over on 05_20-daz at 24 s,
+# 05_20-mb at 24 s and 131_03 at 12 s; the base did not fall there)
+UPPER_ARM_WEIGHT = 1.0
+FOREARM_WEIGHT = 0.25
+# with balance the arms move at half the legs' joint speed once the clip runs: at full speed
+# the arm swing tipped the OP3 twin over (dataset-2_run at 6.4 s: the feet knocked together)
 ARM_VEL_SCALE = 0.5
 # XM430-W350 at P gain 800 in the twin: 4.6 duty/rad, so at 120 deg/s (0.4 of 300) the back-EMF
 # leaves an error of about 5 deg; faster than that the motion is slowed
@@ -462,7 +465,8 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
 
 def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
                  converge_first=True, weights=None, frames=None, lead=0, com_cost=COM_COST,
-                 upper_arm_weight=UPPER_ARM_WEIGHT, arm_vel_scale=ARM_VEL_SCALE):
+                 upper_arm_weight=UPPER_ARM_WEIGHT, arm_vel_scale=ARM_VEL_SCALE,
+                 forearm_weight=None):
     """Yields qpos per output frame, frame f computed when the caller asks for it: a live
     caller (host/retarget/live.py) fills D[seg][f], swing_l[f], ... just before; `weights`
     (weight, {"l": swing weight, "r": ...}) then replaces the whole-clip schedules, `frames` N;
@@ -503,7 +507,7 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
             a, b = SEGMENTS[seg]
             kind, name = body.points[b]
             # (with balance: the torso is held upright then, so the arms cannot drag the body)
-            w = upper_arm_weight if balance and body.humanoid and seg.endswith("upper_arm") else 1.0
+            w = _arm_weight(seg, upper_arm_weight, forearm_weight) if balance and body.humanoid else 1.0
             t = mink.FrameTask(name, kind, position_cost=w / max(lengths[seg], 0.02), orientation_cost=0.0)
             tasks.append(t)
             chains.append((seg, a, b, t))
@@ -573,7 +577,7 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                 # the stance leg's shape follows from the hips over the planted foot
                 sw = swing_l if seg[0] == "l" else swing_r
                 stance = seg.endswith(("thigh", "shank")) and not sw[f]
-                w = upper_arm_weight if body.humanoid and seg.endswith("upper_arm") else 1.0
+                w = _arm_weight(seg, upper_arm_weight, forearm_weight) if body.humanoid else 1.0
                 t.set_position_cost((0.2 if stance else w) / max(lengths[seg], 0.02))
         # the first frame converges without the velocity limit (the player ramps to it from
         # wherever the robot stands); after it, each frame moves on from the one before
@@ -663,6 +667,15 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                 v = np.zeros(m.nv)
             conf.integrate_inplace(v, dt / iterations)
         yield conf.q.copy()
+
+
+def _arm_weight(seg, upper_arm_weight, forearm_weight):
+    """A segment task's cost factor with balance: the upper arm's and the forearm's."""
+    if seg.endswith("upper_arm"):
+        return upper_arm_weight
+    if seg.endswith("forearm"):
+        return FOREARM_WEIGHT if forearm_weight is None else forearm_weight
+    return 1.0
 
 
 def _weight_schedule(swing_l, swing_r, fps):

@@ -56,7 +56,10 @@ SPECS = {
         "floor": False,
         "collide": (("l_hip_roll_link", "r_hip_roll_link"), ("l_sho_roll_link", "body_link"),
                     ("r_sho_roll_link", "body_link"), ("l_el_link", "l_hip_yaw_link", 0.015),
-                    ("r_el_link", "r_hip_yaw_link", 0.015)),
+                    ("r_el_link", "r_hip_yaw_link", 0.015),
+                    # a knee bent to its stop brings the ankle up to its own hip (131_01 at 6.4 s)
+                    (("l_hip_roll_link", "l_hip_pitch_link"), "l_ank_pitch_link"),
+                    (("r_hip_roll_link", "r_hip_pitch_link"), "r_ank_pitch_link")),
     },
     "so101-feetech": {
         "model": ("so101", "so101_new_calib.xml"), "humanoid": False, "torso": None,
