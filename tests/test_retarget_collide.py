@@ -93,8 +93,8 @@ def test_op3_run_with_balance_elbows_clear_hips_and_upper_arms_follow():
         assert _min_dist_m(body, res.qpos, side + "_el_link", side + "_hip_yaw_link") > 0.004
     seg = res.segment_error_deg
     assert seg["trunk"] < 3.0
-    # the upper arms first (pose.UPPER_ARM_WEIGHT): 21 / 25 deg here, 34 / 33 with the arms'
+    # the upper arms first (pose.FOREARM_WEIGHT): 19 / 26 deg here, 34 / 33 with the arms'
     # segments weighted alike; the forearms pay for it (the OP3's arm holds both in one plane)
-    assert seg["l_upper_arm"] < 27.0 and seg["r_upper_arm"] < 27.0
+    assert seg["l_upper_arm"] < 30.0 and seg["r_upper_arm"] < 30.0
     rep = run_simulation(s, "op3-dynamixel", retargeted=(res.staff, res)).report
     assert not rep["fell"] and rep["self_collision_frames"] == 0
