@@ -18,7 +18,10 @@ models, XM430-W350 / STS3215): fell and fall time, tracking RMS (commanded vs ac
 self-collision frames, foot slip (mm: a foot's travel from where it touched down while it stays
 on the floor), retime factor, kinematic pose error (median angle
 between corresponding segment directions; the robot's torso where the IK put it for pose and
-bal, upright for the row copy, which commands none), and the simulation's real-time factor. All figures are from simulation of real recordings.
+bal, upright for the row copy, which commands none; per segment for pose and bal), and the
+simulation's real-time factor (simulated seconds per CPU second of this process and per wall
+second; the machine's 2 cores are shared, so wall is the noisier). All figures are from
+simulation of real recordings. `--max-s 1000` runs every clip whole (docs/robots.md says how long).
 """
 
 import argparse
@@ -102,6 +105,22 @@ def fmt(v, spec="%.1f"):
     return "-" if v is None else spec % v
 
 
+SHORT = {"upper_arm": "uarm", "forearm": "farm", "thigh": "thigh", "shank": "shank", "foot": "foot",
+         "hand": "hand"}
+
+
+def segment_line(seg):
+    """'trunk 0 thigh 25/19 shank ...': median error deg per segment, left/right."""
+    out = []
+    if "trunk" in seg:
+        out.append("trunk %.0f" % seg["trunk"])
+    for part, short in SHORT.items():
+        lr = [seg.get(s + "_" + part) for s in "lr"]
+        if any(v is not None for v in lr):
+            out.append("%s %s" % (short, "/".join("-" if v is None else "%.0f" % v for v in lr)))
+    return " ".join(out)
+
+
 def run_robot(robot_name, staff, methods):
     robot = load_robot(robot_name)
     out = {}
@@ -115,12 +134,12 @@ def run_robot(robot_name, staff, methods):
             cmd, retimed, infeasible = res.staff, res.retimed, res.infeasible
             root, lead, how = res.qpos[:, :7], res.lead_in_s, method
         t_ret = time.perf_counter() - t0
-        err, _ = pose_error_deg(staff, cmd, robot_name, retimed, root, lead)
+        err, seg = pose_error_deg(staff, cmd, robot_name, retimed, root, lead)
         # the product path: the player's limiter and ramp, the driver's bytes, the controller
         # emulator, the physics twin (host/physics/simulate.py)
         sim = run_simulation(staff, robot_name, retargeted=(cmd, res)).report
-        out[method] = dict(sim, pose_error_deg=err, retimed=retimed, infeasible=infeasible,
-                           how=how, retarget_s=t_ret)
+        out[method] = dict(sim, pose_error_deg=err, segment_error_deg=seg, retimed=retimed,
+                           infeasible=infeasible, how=how, retarget_s=t_ret)
     return out
 
 
@@ -140,12 +159,15 @@ def main(argv=None):
     say("benchmarks/robot.py --max-s %g: the first %g s of every clip; physics: host/physics/simulate.py "
         "(player, driver bytes, controller emulator, MuJoCo twin)" % (args.max_s, args.max_s))
     say("columns: fell (time s after the first frame) | pose error median deg | tracking RMS deg | "
-        "self-collision frames | foot slip mm | retime factor | physics real-time factor (CPU)")
+        "self-collision frames | foot slip mm | retime factor | physics real-time factor: simulated s "
+        "per CPU s (RTF) and per wall s (RTFw, on 2 cores shared with other jobs); "
+        "per segment: median pose error deg, left/right")
     say()
-    hdr = "%-38s %-5s %9s %6s %6s %5s %7s %6s %6s" % ("clip (s)", "meth", "fell@s", "pose", "track",
-                                                     "coll", "slip", "retim", "RTF")
+    hdr = "%-38s %-5s %9s %6s %6s %5s %7s %6s %6s %6s" % ("clip (s)", "meth", "fell@s", "pose", "track",
+                                                         "coll", "slip", "retim", "RTF", "RTFw")
     say(hdr)
     summary = {"op3": [], "so101": []}
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     for path in clips(args):
         name = os.path.basename(path)
         try:
@@ -164,28 +186,34 @@ def main(argv=None):
             say("%s on %s (%.1f s of the clip)" % (name, robot_name, staff.duration_s))
             for m in methods:
                 r = res[m]
-                say("  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f" % (
+                say("  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f %6.1f" % (
                     r["how"] if m == "row" else "", m,
                     ("yes@%.2f" % r["fall_time_s"]) if r["fell"] else "no", r["pose_error_deg"],
                     r["tracking_rms_deg"] or float("nan"), r["self_collision_frames"],
-                    r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"]))
+                    r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"],
+                    r["realtime_factor"]))
+                if m != "row":
+                    say("  %-36s        per segment: %s" % ("", segment_line(r["segment_error_deg"])))
                 for a, b, why in r["infeasible"][:4]:
                     say("  %-36s        infeasible %.2f-%.2f s: %s" % ("", a, b, why))
                 if len(r["infeasible"]) > 4:
                     say("  %-36s        ... %d more spans" % ("", len(r["infeasible"]) - 4))
             summary[key].append((name, res))
     say()
+    say("whole run: %.0f s wall, %.0f s CPU (retargeting, C3D IK and physics)"
+        % (time.perf_counter() - wall0, time.process_time() - cpu0))
     say("summary, OP3 (%d clips):" % len(summary["op3"]))
     for m in ("row", "pose", "bal"):
         rs = [r[m] for _, r in summary["op3"] if m in r]
         if not rs:
             continue
         say("  %-4s fell on %d/%d; pose error median of clips %.1f deg (worst %.1f); tracking RMS median "
-            "%.2f deg (worst %.2f); self-collision frames %d; slip worst %.1f mm; RTF median %.1f"
+            "%.2f deg (worst %.2f); self-collision frames %d; slip worst %.1f mm; RTF median %.1f CPU, %.1f wall"
             % (m, sum(r["fell"] for r in rs), len(rs), np.median([r["pose_error_deg"] for r in rs]),
                max(r["pose_error_deg"] for r in rs), np.median([r["tracking_rms_deg"] or np.nan for r in rs]),
                max(r["tracking_rms_deg"] or 0.0 for r in rs), sum(r["self_collision_frames"] for r in rs),
-               max(r["foot_slip_mm"] or 0.0 for r in rs), np.median([r["cpu_realtime_factor"] for r in rs])))
+               max(r["foot_slip_mm"] or 0.0 for r in rs), np.median([r["cpu_realtime_factor"] for r in rs]),
+               np.median([r["realtime_factor"] for r in rs])))
     better = sum(r["bal"]["pose_error_deg"] < r["row"]["pose_error_deg"] for _, r in summary["op3"])
     say("  pose error with balance under the row copy's on %d/%d clips" % (better, len(summary["op3"])))
     for m in ("row", "pose"):

@@ -30,6 +30,10 @@ from protocol.errors import FormatError
 # falls on the live test clip (tests/test_retarget_live.py), at 300 it stands, which is what the
 # live path was built and measured with (demo, CMU 131_03: stays up, pose error 20.6 deg).
 LIVE_COM_COST = 300.0
+# and live the arms are not put first (pose.FOREARM_WEIGHT, ARM_VEL_SCALE): without retiming, the
+# live path was measured with both arm segments weighted alike, at full speed (4x on the upper
+# arm and half speed tipped the OP3 twin over on that clip; the offline weights were not tried live)
+LIVE_FOREARM_WEIGHT = 1.0
 
 
 SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
@@ -88,7 +92,8 @@ class LiveRetargeter:
         self._gen = pose.solve_frames(body, self.D, self.fps, self.balance, self._swing["l"],
                                       self._swing["r"], iterations, collisions, self._height,
                                       converge_first=False, weights=(self._u, self._w), frames=1 << 62,
-                                      com_cost=LIVE_COM_COST)
+                                      com_cost=LIVE_COM_COST, upper_arm_weight=1.0,
+                                      forearm_weight=LIVE_FOREARM_WEIGHT, arm_vel_scale=1.0)
         self._u_lin = 0.0            # the weight's ramp, linear in time (u = its cosine blend)
         self._settled_s = 0.0
         self._swung = {"l": False, "r": False}
@@ -175,9 +180,7 @@ class LiveRetargeter:
                 self._el[k].append(el)
                 del self._el[k][:-300]
             e0 = float(np.median(self._el[k]))
-            az = np.arctan2(d[1], d[0])
-            el2 = el - e0
-            out[k] = np.array([[np.cos(el2) * np.cos(az), np.cos(el2) * np.sin(az), np.sin(el2)]])
+            out[k] = pose.pitch_foot(d[None], e0)
         return out
 
     def step(self, values, t_s):

@@ -35,14 +35,32 @@ WEIGHT_RAMP_S = 0.5        # time the weight takes to move onto one foot (OP3, q
 MAX_TRUNK_TILT_DEG = 25.0  # with balance the torso bows at most this far
 SWING_PITCH_DEG = 25.0     # a swing foot pitches at most this much (its toe must not dig in)
 SWING_CLEAR_M = 0.015      # and clears the floor by this much
+# the swing foot turns to the person's pitch as w ** 2 of the swing (w in _swing_weights): it
+# leaves the floor flat; pitching it as it lifts dragged the toe (131_03 at 5.3 s: 17 mm)
+SWING_PITCH_POWER = 2.0
 COM_INWARD_M = 0.02       # the weight over the stance sole, this far inside its centre
 SETTLE_S = 0.1             # and rests there before the other foot lifts
 MIN_SWING_S = 0.6          # a lift shorter than this (a walking step) keeps the foot down
 MAX_RETIME = 4.0
 COM_COST = 3000.0          # the centre-of-mass task's cost (horizontal) against the segment tasks
+# the upper arm's direction before the forearm's: an OP3 arm (shoulder pitch, roll, elbow) holds
+# upper arm and forearm in one plane through the shoulders' axis, so a forearm bent forward off
+# a hanging arm is out of reach; with balance the IK matches the upper arm and puts the forearm
+# in that plane as close to the person's as it goes, rather than bending both away. The forearm's
+# task is weakened (x0.25), not the upper arm's raised: stronger arm tasks pulled against the
+# balance (measured whole-length: 4x on the upper arm tipped the twin over on 05_20-daz at 24 s,
+# 05_20-mb at 24 s and 131_03 at 12 s; the base did not fall there)
+UPPER_ARM_WEIGHT = 1.0
+FOREARM_WEIGHT = 0.25
+# with balance the arms move at half the legs' joint speed once the clip runs: at full speed
+# the arm swing tipped the OP3 twin over (dataset-2_run at 6.4 s: the feet knocked together)
+ARM_VEL_SCALE = 0.5
 # XM430-W350 at P gain 800 in the twin: 4.6 duty/rad, so at 120 deg/s (0.4 of 300) the back-EMF
 # leaves an error of about 5 deg; faster than that the motion is slowed
 FOLLOW_FRACTION = 0.4
+# the IK keeps self-collision pairs this far apart unless the robot's pair says otherwise
+# (robotmodel.SPECS "collide": an OP3 elbow passing its hip keeps 15 mm, see there)
+COLLISION_MARGIN_M = 0.004
 
 
 class Result:
@@ -109,11 +127,22 @@ def _flat_feet(dirs, contacts):
         d = dirs[k]
         el = np.arcsin(np.clip(d[:, 2], -1, 1))
         c = contacts[s] if contacts is not None and contacts[s].any() else np.ones(len(d), bool)
-        e0 = float(np.median(el[c]))
-        az = np.arctan2(d[:, 1], d[:, 0])
-        el2 = el - e0
-        out[k] = np.stack([np.cos(el2) * np.cos(az), np.cos(el2) * np.sin(az), np.sin(el2)], axis=1)
+        out[k] = pitch_foot(d, float(np.median(el[c])))
     return out
+
+
+def pitch_foot(d, e0_rad):
+    """(F, 3) foot directions d turned toe-up by -e0_rad about the foot's own lateral axis (the
+    horizontal axis across the foot; a foot pitched past the vertical, pointing back in a run's
+    back swing, keeps its left: its yaw folded back), so the flat-foot line becomes level.
+    Rodrigues: d' = d cos(e0) + (k x d) sin(e0) + k (k . d)(1 - cos(e0)), k the foot's left axis
+    (a rotation by e0 < 0 about k lifts the toe)."""
+    d = np.atleast_2d(d)
+    az = np.arctan2(d[:, 1], d[:, 0])
+    az = np.where(np.abs(az) > np.pi / 2, az - np.pi * np.sign(az), az)
+    k = np.stack([-np.sin(az), np.cos(az), np.zeros_like(az)], axis=1)
+    c, s = np.cos(e0_rad), np.sin(e0_rad)
+    return d * c + np.cross(k, d) * s + k * np.sum(k * d, axis=1, keepdims=True) * (1 - c)
 
 
 def _frame_from(z, x_hint):
@@ -415,8 +444,15 @@ def _limit(deg, body, fps):
 
 
 def _geoms(model, root):
+    """Colliding geom ids of a body's subtree (a name), of those bodies alone (a tuple), or the
+    floor plane ("floor")."""
     import mink
-    ids = mink.get_subtree_geom_ids(model, model.body(root).id)
+    if root == "floor":
+        return [model.geom("floor").id]
+    if isinstance(root, str):
+        ids = mink.get_subtree_geom_ids(model, model.body(root).id)
+    else:
+        ids = [g for b in root for g in range(model.ngeom) if model.geom_bodyid[g] == model.body(b).id]
     return [g for g in ids if model.geom_contype[g] or model.geom_conaffinity[g]]
 
 
@@ -428,7 +464,9 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
 
 
 def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
-                 converge_first=True, weights=None, frames=None, lead=0, com_cost=COM_COST):
+                 converge_first=True, weights=None, frames=None, lead=0, com_cost=COM_COST,
+                 upper_arm_weight=UPPER_ARM_WEIGHT, arm_vel_scale=ARM_VEL_SCALE,
+                 forearm_weight=None):
     """Yields qpos per output frame, frame f computed when the caller asks for it: a live
     caller (host/retarget/live.py) fills D[seg][f], swing_l[f], ... just before; `weights`
     (weight, {"l": swing weight, "r": ...}) then replaces the whole-clip schedules, `frames` N;
@@ -468,7 +506,9 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
         if seg in D and seg in lengths:
             a, b = SEGMENTS[seg]
             kind, name = body.points[b]
-            t = mink.FrameTask(name, kind, position_cost=1.0 / max(lengths[seg], 0.02), orientation_cost=0.0)
+            # (with balance: the torso is held upright then, so the arms cannot drag the body)
+            w = _arm_weight(seg, upper_arm_weight, forearm_weight) if balance and body.humanoid else 1.0
+            t = mink.FrameTask(name, kind, position_cost=w / max(lengths[seg], 0.02), orientation_cost=0.0)
             tasks.append(t)
             chains.append((seg, a, b, t))
     torso = None
@@ -503,15 +543,32 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
     # the IK moves each joint at most at the speed its servo follows closely (FOLLOW_FRACTION of
     # the rated one); _limit keeps the description's max_vel_dps as the hard bound
     vel = {s.name: float(np.radians(s.max_vel_dps * FOLLOW_FRACTION)) for s in body.servos}
-    limits.append(mink.VelocityLimit(m, vel))
+    # (with balance the arms at ARM_VEL_SCALE of that once the clip runs)
+    arm = {k: v * (arm_vel_scale if balance and body.humanoid and k[2:5] in ("sho", "el") else 1.0)
+           for k, v in vel.items()}
+    limits.append(mink.VelocityLimit(m, arm))
     # the lead-in from home goes at a quarter of that: a bow or a crouch into the first pose
     # taken fast would throw the body
     lead_limits = [limits[0], mink.VelocityLimit(m, dict((k, v * 0.25) for k, v in vel.items()))]
+    unpushed = {}                # id(a pushing collision limit) -> the same pairs without the push
     if collisions and body.spec["collide"]:
-        pairs = [(_geoms(m, a), _geoms(m, b)) for a, b in body.spec["collide"]]
-        limits.append(mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=0.004,
-                                                   collision_detection_distance=0.03))
-        lead_limits.append(limits[-1])
+        # one limit per (margin, push): (subtree, subtree[, margin m[, push m/s]]) pairs; the
+        # push (mink's bound_relaxation, < 0) moves a pair back out once inside its margin (the
+        # linear constraint alone lets it creep in: an SO-101 gripper reached the table)
+        groups = {}
+        for pair in body.spec["collide"]:
+            key = (pair[2] if len(pair) > 2 else COLLISION_MARGIN_M, pair[3] if len(pair) > 3 else 0.0)
+            groups.setdefault(key, []).append((_geoms(m, pair[0]), _geoms(m, pair[1])))
+        for (margin, push), pairs in sorted(groups.items()):
+            for p in (push, 0.0) if push else (push,):
+                lim = mink.CollisionAvoidanceLimit(m, pairs, minimum_distance_from_collisions=margin,
+                                                   collision_detection_distance=margin + 0.03,
+                                                   bound_relaxation=p)
+                if p != push:
+                    unpushed[id(limits[-1])] = lim
+                else:
+                    limits.append(lim)
+                    lead_limits.append(lim)
     dt = 1.0 / fps
     SE3, SO3 = mink.SE3, mink.SO3
     for f in range(N):
@@ -520,7 +577,8 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                 # the stance leg's shape follows from the hips over the planted foot
                 sw = swing_l if seg[0] == "l" else swing_r
                 stance = seg.endswith(("thigh", "shank")) and not sw[f]
-                t.set_position_cost((0.2 if stance else 1.0) / max(lengths[seg], 0.02))
+                w = _arm_weight(seg, upper_arm_weight, forearm_weight) if body.humanoid else 1.0
+                t.set_position_cost((0.2 if stance else w) / max(lengths[seg], 0.02))
         # the first frame converges without the velocity limit (the player ramps to it from
         # wherever the robot stands); after it, each frame moves on from the one before
         first = f == 0 and converge_first
@@ -571,7 +629,7 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                     foot_p = body.point_pos(data, s + "_ankle")
                     off = data.xpos[m.body(body.spec["feet"][s]).id] - foot_p
                     p = (1 - w) * p0 + w * (ank + off)
-                    Rb = SO3.from_matrix(R0).interpolate(SO3.from_matrix(Rf), w)
+                    Rb = SO3.from_matrix(R0).interpolate(SO3.from_matrix(Rf), w ** SWING_PITCH_POWER)
                     # clear the floor with the sole's toe or heel, however the foot is pitched
                     pitch = abs(Rb.as_matrix()[2, 0])
                     p[2] = max(p[2], p0[2] + (half_len * pitch + SWING_CLEAR_M) * min(1.0, 4 * w))
@@ -594,14 +652,30 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                 # lets the body sag outwards over a single foot)
                 c = mid + max(u, 0.0) * (soles["l"] - mid) * shrink + max(-u, 0.0) * (soles["r"] - mid) * shrink
                 com.set_target(c)
-            try:
-                use = lead_limits if f < lead else limits
-                v = mink.solve_ik(conf, tasks, dt / iterations, "daqp", damping=1e-3,
-                                  limits=[x for x in use if not (first and isinstance(x, mink.VelocityLimit))])
-            except mink.NoSolutionFound:
+            use = [x for x in (lead_limits if f < lead else limits)
+                   if not (first and isinstance(x, mink.VelocityLimit))]
+            v = None
+            # a push out of a margin can contradict a joint's stop: then without the push (the
+            # pair only kept from coming closer), and failing that the robot holds still
+            for lim in (use, [unpushed.get(id(x), x) for x in use]):
+                try:
+                    v = mink.solve_ik(conf, tasks, dt / iterations, "daqp", damping=1e-3, limits=lim)
+                    break
+                except mink.NoSolutionFound:
+                    continue
+            if v is None:
                 v = np.zeros(m.nv)
             conf.integrate_inplace(v, dt / iterations)
         yield conf.q.copy()
+
+
+def _arm_weight(seg, upper_arm_weight, forearm_weight):
+    """A segment task's cost factor with balance: the upper arm's and the forearm's."""
+    if seg.endswith("upper_arm"):
+        return upper_arm_weight
+    if seg.endswith("forearm"):
+        return FOREARM_WEIGHT if forearm_weight is None else forearm_weight
+    return 1.0
 
 
 def _weight_schedule(swing_l, swing_r, fps):

@@ -49,10 +49,17 @@ SPECS = {
         "sole_half_m": (0.057, 0.039),
         "segments": ("trunk", "l_thigh", "r_thigh", "l_shank", "r_shank", "l_foot", "r_foot",
                      "l_upper_arm", "r_upper_arm", "l_forearm", "r_forearm"),
-        # self-collision pairs the IK keeps apart: (subtree root, subtree root)
+        # self-collision pairs the IK keeps apart: (subtree root, subtree root[, margin m]); an
+        # elbow keeps 15 mm from its hip: the player's limiter (its acceleration bound) and the
+        # servos' lag carry the arm a few degrees past the plan, 5-10 mm at the elbow (measured
+        # on dataset-2_run: at 4 mm the played commands touched in 35 frames, up to 10 mm deep)
+        "floor": False,
         "collide": (("l_hip_roll_link", "r_hip_roll_link"), ("l_sho_roll_link", "body_link"),
-                    ("r_sho_roll_link", "body_link"), ("l_el_link", "l_hip_yaw_link"),
-                    ("r_el_link", "r_hip_yaw_link")),
+                    ("r_sho_roll_link", "body_link"), ("l_el_link", "l_hip_yaw_link", 0.015),
+                    ("r_el_link", "r_hip_yaw_link", 0.015),
+                    # a knee bent to its stop brings the ankle up to its own hip (131_01 at 6.4 s)
+                    (("l_hip_roll_link", "l_hip_pitch_link"), "l_ank_pitch_link"),
+                    (("r_hip_roll_link", "r_hip_pitch_link"), "r_ank_pitch_link")),
     },
     "so101-feetech": {
         "model": ("so101", "so101_new_calib.xml"), "humanoid": False, "torso": None,
@@ -66,7 +73,16 @@ SPECS = {
         # the person's arm hanging down is the arm pointing forward (-90 deg about Y), raised
         # forward is up: the arm stands on a table in front of the person's shoulder
         "mount": ((0.0, 0.0, -1.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0)),
-        "collide": (),
+        # the arm stands on the table (the twin's floor plane, z = 0): the forearm, wrist and
+        # gripper keep 20 mm above it (the arm droops under its weight: the STS3215s' give at
+        # 0.3 m), 10 mm off the shoulder and base (a tuple: those bodies' own geoms; a name:
+        # its subtree), pushed back out at 5 mm/s once inside (pose.solve_frames).
+        # Without them a person's arm swung back drove the gripper into the table and the
+        # shoulder (Sample_Jump2: 285 self-collision frames, tracking RMS 30.9 deg)
+        "floor": True,
+        "collide": (("lower_arm", "floor", 0.02, -0.005),
+                    (("lower_arm", "wrist", "gripper", "moving_jaw_so101_v1"), ("shoulder", "base"), 0.01, -0.005),
+                    (("wrist", "gripper", "moving_jaw_so101_v1"), ("upper_arm",), 0.01, -0.005)),
     },
 }
 
@@ -121,8 +137,15 @@ class RobotBody:
             if j is None:
                 raise FormatError("robot %s: servo %s has no joint in %s" % (robot_name, s.name, path))
             a, b = sorted((self.sign[k] * np.radians(s.lo_deg), self.sign[k] * np.radians(s.hi_deg)))
+            if j.limited == mujoco.mjtLimited.mjLIMITED_TRUE or j.range[0] < j.range[1]:
+                # the mechanism's own stops where they are tighter (as the twin has them: an
+                # SO-101 elbow stops at 96.8 deg, its description says 100)
+                a, b = max(a, j.range[0]), min(b, j.range[1])
             j.range = [a, b]
             j.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+        if sp.get("floor"):
+            # the twin's table (host/physics/models.py _add_floor): a plane at z = 0
+            ms.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
         for key, p in sp["points"].items():
             if p[0] == "site":
                 body = ms.body(p[1])
