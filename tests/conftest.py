@@ -10,6 +10,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # mpy: one MicroPython WebAssembly session for the whole run (tools/mpy_run.py)
 from tools.mpy_run import mpy  # noqa: F401
 
+# hypothesis: every run draws the same examples (seeded randomness; a CI run must not find a
+# counterexample the last run did not look at). A test's own @settings still set the rest.
+from hypothesis import settings as _hyp_settings  # noqa: E402
+
+_hyp_settings.register_profile("motionstaff", derandomize=True, print_blob=True)
+_hyp_settings.load_profile("motionstaff")
+
 # shared_data: Path of ../shared/data (real BVH, C3D, IMU data), or skip with the reason
 import pathlib  # noqa: E402
 
