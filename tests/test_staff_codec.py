@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 
 from host import staff as hs
 from host.staff import Row, Staff
@@ -95,6 +95,7 @@ def test_unwrap_through_180():
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(finite, min_size=1, max_size=30), st.sampled_from([8, 16]))
+@example([31.2], 8)
 def test_fit_ranges_contain_data_and_stay_tight(vals, bits):
     v = np.array([vals])
     lo, hi = hs.fit_ranges(v, bits)
