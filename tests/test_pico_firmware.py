@@ -123,7 +123,13 @@ def test_heartbeat_reply_reports_failsafe(hold_run):
 
 def test_new_header_remaps_and_stream_recovers(hold_run):
     res, _, b = hold_run
+    # every frame after the new header (ranges 0..180) is played on every pin to one PWM tick
     _check_frames(res, b, 0.0, 180.0)
+    # and with the new ranges, not the old ones: the first frame's widths differ from them
+    t, codes, _ = b[0]
+    got = [width_at(res, pin, t + FRAME_S - 0.002) for pin in PINS]
+    old = [expected_ns(i, codes[i], -100.0, 100.0) for i in range(len(PINS))]
+    assert any(abs(g - o) > TICK_NS for g, o in zip(got, old)), (got, old)
 
 
 @pytest.fixture(scope="module")

@@ -135,14 +135,16 @@ def test_csv_long_time_gap_is_refused_before_allocating(tmp_path, capsys):
     p = tmp_path / "w.csv"
     p.write_text(COLS + "\n" + csv_rows(["%.2f" % (k / 100) for k in range(20)] + ["86400.0"]))
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+    err = refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+    assert "no sample from time_s 0.19 to 86400" in err and "max_gap_s 0.50" in err, err
 
 
 def test_csv_infinite_time_is_one_line(tmp_path, capsys):
     p = tmp_path / "w.csv"
     p.write_text(COLS + "\n" + csv_rows(["%.2f" % (k / 100) for k in range(20)] + ["inf"]))
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+    err = refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+    assert "line 42: a value is inf or nan" in err, err
 
 
 def test_csv_sensor_out_of_time_order_is_refused(tmp_path, capsys):
@@ -151,7 +153,8 @@ def test_csv_sensor_out_of_time_order_is_refused(tmp_path, capsys):
     t[5], t[6] = t[6], t[5]
     p.write_text(COLS + "\n" + csv_rows(t))
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+    err = refused(capsys, ["import-imu", "--map", csv_map(tmp_path), "--out", str(out), str(p)], out, "w.csv")
+    assert "sensor hip: time_s must increase" in err, err
 
 
 # -- (c) live retargeting ------------------------------------------------------------------------
@@ -351,5 +354,6 @@ def test_import_max_gap_must_be_a_duration(tmp_path, capsys, gap):
     # --max-gap nan turned every gap check off (a CSV clock jump became millions of null frames)
     a = write_mt(str(tmp_path / "t_00B40B91.txt"), range(10))
     out = tmp_path / "o.jsonl"
-    refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), "--max-gap", gap, a],
-            out, "--max-gap")
+    err = refused(capsys, ["import-imu", "--map", mapping(tmp_path), "--out", str(out), "--max-gap", gap, a],
+                  out, "--max-gap")
+    assert err.endswith(": seconds in [0, 60]") and not out.exists(), err
