@@ -68,11 +68,15 @@ def test_block_propagations_equal_the_dense_product(setup):
 
 
 def test_predict_cov_equals_predict_and_the_dense_covariance(setup):
-    """TorqueProcess.predict_cov = (predict()'s mean, A P A' + Q with predict()'s A, Q)."""
+    """TorqueProcess.predict_cov = (predict()'s mean, A P A' + Q with predict()'s A, Q), with and
+    without sub-steps."""
     sk, model, rng, q = setup
     n = model.n
-    for integrator in ("rk4", "euler"):
-        proc = TorqueProcess(model, 1 / 60, integrator=integrator, damping=0.5, stages="linear")
+    cases = [("rk4", 1 / 60), ("euler", 1 / 60), ("rk4", 1 / 30), ("euler", 1 / 30), ("rk4", 1 / 20)]
+    for integrator, dt_s in cases:
+        # 1/30 and 1/20 s: 2 and 3 sub-steps (max_step_s 1/60), A the sub-step's to that power
+        proc = TorqueProcess(model, dt_s, integrator=integrator, damping=0.5, stages="linear")
+        assert proc.substeps == int(round(dt_s * 60))
         x = _moving_state(proc, q, rng)
         lin = proc.linearise(x)
         xp = x + np.concatenate([rng.normal(0, 0.005, n), rng.normal(0, 0.1, 2 * n)])
@@ -82,8 +86,7 @@ def test_predict_cov_equals_predict_and_the_dense_covariance(setup):
         np.testing.assert_allclose(x_new, x_ref, rtol=1e-12, atol=1e-12)
         ref = _dense(A, P, Q)
         np.testing.assert_allclose(P_new, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
-    # sub-steps and a decaying torque keep the dense path
-    assert TorqueProcess(model, 1 / 30).predict_cov(x, P, lin) is None
+    # a decaying torque keeps the dense path
     assert TorqueProcess(model, 1 / 60, tau_decay_s=0.2).predict_cov(x, P, lin) is None
 
 
@@ -191,3 +194,45 @@ def test_numba_imu_rows_equal_numpy(floating, monkeypatch):
         assert np.array_equal(z1, z0) and np.array_equal(r1, r0)
         np.testing.assert_allclose(h1, h0, rtol=0, atol=1e-12 * np.abs(h0).max())
         np.testing.assert_allclose(H1, H0, rtol=0, atol=1e-12 * np.abs(H0).max())
+
+
+def test_information_update_equals_the_covariance_form(setup):
+    """With more rows than states (the whole body's IMUs) the update runs in information form:
+    the same posterior as the covariance form (Cholesky of S, P - U U') and as filterpy's
+    textbook K = P H' S^-1, x + K y, (I - K H) P, to round-off; the prior P is not modified."""
+    from device.estimate.ekf import JointEKF
+    sk, model, rng, q = setup
+    n = model.n
+    nx, nz = 3 * n, 3 * n + 40
+    H = rng.normal(size=(nz, nx)) * (rng.uniform(size=(nz, nx)) < 0.15)       # sparse like the IMUs'
+    r = rng.uniform(0.01, 1.0, nz)
+    P = _spd(rng, nx) * 1e-3
+    x0 = rng.normal(size=nx)
+    z, h = rng.normal(size=nz), rng.normal(size=nz)
+
+    class _Meas:
+        def linearise(self, lin, obs, nx_):
+            return z, h, H, r
+
+    def posterior(information):
+        est = JointEKF.__new__(JointEKF)
+        est.meas, est.nx, est.clamp, est.failures, est.lin = _Meas(), nx, False, 0, None
+        est.x, est.P = x0.copy(), P.copy()
+        if not information:
+            est._update_information = lambda *a: False
+        prior = est.P
+        est.update(None, _own_P=False)
+        np.testing.assert_array_equal(prior, P)                     # the prior is untouched
+        assert est.P.flags.c_contiguous and np.array_equal(est.P, est.P.T)
+        return est.x, est.P, est.nis
+
+    xi, Pi, nis_i = posterior(True)
+    xc, Pc, nis_c = posterior(False)
+    S = H @ P @ H.T + np.diag(r)
+    K = P @ H.T @ np.linalg.inv(S)
+    x_ref = x0 + K @ (z - h)
+    P_ref = (np.eye(nx) - K @ H) @ P
+    for x_, P_ in ((xi, Pi), (xc, Pc)):
+        np.testing.assert_allclose(x_, x_ref, rtol=0, atol=1e-9 * np.abs(x_ref).max())
+        np.testing.assert_allclose(P_, P_ref, rtol=0, atol=1e-9 * np.abs(P_ref).max())
+    assert abs(nis_i - nis_c) < 1e-8 * nis_c

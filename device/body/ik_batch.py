@@ -16,8 +16,11 @@ times the Python overhead of one; a real-time caller has a fraction of a frame f
 with W = orientation_weight^2 and w_p the prior weight, per seed.
 """
 
+import copy
+
 import numpy as np
 
+from device.body import ik_batch_numba
 from device.body.dynamics import model_of
 from device.body.ik import _rotvec, _Targets
 
@@ -41,6 +44,15 @@ class OrientationIKBatch:
         self.clamp = clamp
         self.Rt = None
 
+    def with_prior(self, q_prior_dof):
+        """The same targets with another prior (the seeds): a copy that shares the targets'
+        arrays (building them is most of a new OrientationIKBatch's cost)."""
+        other = copy.copy(self)
+        other.qp = self.model.to_si(np.atleast_2d(np.asarray(q_prior_dof, float)))
+        other.Rt = None
+        other.__dict__.pop("_numba_arrays", None)
+        return other
+
     def set_orientations(self, Rt):
         """The targets' world rotations (K, 3, 3), in the order of names."""
         Rt = np.asarray(Rt, float).reshape(len(self.names), 3, 3)
@@ -61,11 +73,16 @@ class OrientationIKBatch:
 
     def residual_deg(self, Q_si):
         """(B, K) angle between each target rotation and the pose's (deg)."""
+        if ik_batch_numba.available():
+            return ik_batch_numba.iterate_batch(self, Q_si, solve=False)[2]
         Rf, _ = self._features(np.asarray(Q_si, float))
         return np.degrees(np.linalg.norm(self._residual(Rf), axis=2))
 
     def iterate(self, Q_si):
         """One step for every seed: (Q_new (B, n), max |Q_new - Q| per seed, e_deg (B, K) at Q)."""
+        if ik_batch_numba.available():
+            # the same step compiled (device/body/ik_batch_numba.py)
+            return ik_batch_numba.iterate_batch(self, Q_si)
         Q = np.asarray(Q_si, float)
         B, n = Q.shape
         Rf, axis = self._features(Q)

@@ -44,8 +44,9 @@ from device.body.ik_batch import OrientationIKBatch
 class _Solves:
     """The seeds' IK, side by side (device.body.ik_batch), and their current solutions (SI)."""
 
-    def __init__(self, skeleton, names, seeds, ref, prior_weight):
+    def __init__(self, skeleton, names, seeds, ref, prior_weight, targets):
         self.skeleton, self.prior_weight = skeleton, prior_weight
+        self.targets = targets    # names -> OrientationIKBatch (BranchCheck._targets)
         self.seeds = np.array(seeds)
         self.ref = ref.copy()
         self.Q = model_of(skeleton).to_si(self.seeds)
@@ -58,8 +59,7 @@ class _Solves:
         """Targets for these sensors (a sensor dropped out or came back): the solutions so far
         (poses, whatever the sensors) go on from where they are."""
         self.names = list(names)
-        self.ik = OrientationIKBatch(self.skeleton, self.names, self.seeds, orientation_weight=1.0,
-                                     prior_weight=self.prior_weight)
+        self.ik = self.targets(self.names).with_prior(self.seeds)
 
 
 class BranchCheck:
@@ -79,12 +79,25 @@ class BranchCheck:
         self.iterations = 0       # IK steps taken in all (each solve's)
         self.most_in_a_frame = 0  # the most IK steps in one frame (all solves)
         self.fewest_at_fire = None  # the fewest steps a seed's solve had when the check fired
+        self._by_names = {}       # tuple of sensor names -> OrientationIKBatch (their targets)
 
-    def _resid_deg(self, est, idx, Rm, q_dof):
-        _, Rs, _ = est.meas.features(est.model.kinematics(est.model.to_si(q_dof)), idx)
-        # angle of Rm' Rs: cos = (trace - 1) / 2
-        c = (np.einsum("kij,kij->k", Rm, Rs) - 1.0) / 2.0
-        return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+    def _targets(self, names):
+        """The orientation targets of these sensors (built once per set of sensors present)."""
+        key = tuple(names)
+        ik = self._by_names.get(key)
+        if ik is None:
+            if len(self._by_names) > 64:          # sensors coming and going: keep it bounded
+                self._by_names.clear()
+            ik = self._by_names[key] = OrientationIKBatch(
+                self.skeleton, list(names), self.skeleton.home, orientation_weight=1.0,
+                prior_weight=self.prior_weight)
+        return ik
+
+    def _resid_deg(self, est, names, Rm, q_dof):
+        """Each sensor's angle (deg) between its fused orientation Rm and the pose q's."""
+        ik = self._targets(names)
+        ik.set_orientations(Rm)
+        return ik.residual_deg(est.model.to_si(q_dof)[None])[0]
 
     def __call__(self, est, obs, q):
         # the sensors with a usable rotation this frame: a non-finite one, or one that is no
@@ -107,10 +120,9 @@ class BranchCheck:
             Rm = Rm[ok]
             if not names:
                 return q
-        idx = np.array([est.meas.index[n] for n in names])
         self.hist.append(q.copy())
         del self.hist[:-int(1.0 * self.rate_hz) - 1]
-        res = self._resid_deg(est, idx, Rm, q)
+        res = self._resid_deg(est, names, Rm, q)
         base = np.array([self.base_by.get(n, r) for n, r in zip(names, res)])
         excess = float((res - base).max())
         if excess < self.bad_deg:
@@ -134,7 +146,7 @@ class BranchCheck:
             if s is None:
                 h = self.hist
                 s = self.solves = _Solves(self.skeleton, names, (self.good_q, h[len(h) // 2], h[0]),
-                                          h[0], self.prior_weight)
+                                          h[0], self.prior_weight, self._targets)
             s.bad += 1
         if s is None:
             return q

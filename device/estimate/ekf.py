@@ -84,6 +84,20 @@ def symmetric_from_lower(P):
     return P
 
 
+_LOWER = {}          # n -> the (n, n) mask of the strictly lower triangle
+
+
+def symmetric_from_upper(P):
+    """Copy P's upper triangle onto its lower one, in place (P C-contiguous, square); returns P."""
+    n = len(P)
+    mask = _LOWER.get(n)
+    if mask is None:
+        mask = _LOWER[n] = np.tril(np.ones((n, n), bool), -1)
+    # P[i, j] = P[j, i] for j < i
+    np.copyto(P, P.T, where=mask)
+    return P
+
+
 def joseph(P, PHT, K, H, r, S=None, overwrite=False):
     """P+ = (I - K H) P (I - K H)' + K R K', R = diag(r), PHT = P H', S = H P H' + R
     (computed here if not given); exactly symmetric. overwrite: P (C-contiguous) may be
@@ -272,17 +286,20 @@ class JointEKF:
     def _update_information(self, z, h, H, r):
         """The update in information form (module docstring); False (nothing changed) when P or
         Y is not positive definite to working precision: the covariance form then runs."""
-        Lp, info = _potrf(self.P, lower=1, clean=1)
+        # P = Lp Lp' (P symmetric: its transpose, a Fortran-order view of the same memory, is
+        # handed to LAPACK as P, no copy)
+        Lp, info = _potrf(self.P.T, lower=1, clean=1)
         if info != 0:
             return False
-        # P^-1 (lower triangle)
-        Pinv, info = _potri(Lp, lower=1)
+        # P^-1 (lower triangle), in Lp's place
+        Pinv, info = _potri(Lp, lower=1, overwrite_c=1)
         if info != 0:
             return False
-        # Y = P^-1 + H' R^-1 H = P^-1 + Hs' Hs, Hs = R^-1/2 H (lower triangle, one syrk)
+        # Y = P^-1 + H' R^-1 H = P^-1 + Hs' Hs, Hs = R^-1/2 H (lower triangle, one syrk; Hs' is a
+        # Fortran-order view of the C array Hs, so trans=0 gives Hs' Hs without a copy)
         Hs = H * (1.0 / np.sqrt(r))[:, None]
-        Y = _syrk(1.0, Hs, beta=1.0, c=Pinv, trans=1, lower=1, overwrite_c=1)
-        Ly, info = _potrf(Y, lower=1, clean=1)
+        Y = _syrk(1.0, Hs.T, beta=1.0, c=Pinv, trans=0, lower=1, overwrite_c=1)
+        Ly, info = _potrf(Y, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return False
         # y = z - h ; b = H' R^-1 y ; dx = Y^-1 b = P+ H' R^-1 y
@@ -290,15 +307,14 @@ class JointEKF:
         yr = y / r
         b = H.T @ yr
         dx, info = _potrs(Ly, b, lower=1)
-        Pp, info2 = _potri(Ly, lower=1)
+        Pp, info2 = _potri(Ly, lower=1, overwrite_c=1)
         x_new = self.x + dx
         if info != 0 or info2 != 0 or not np.isfinite(x_new.sum()):
             return False
         self.x = x_new
-        # P+ = Y^-1: its lower triangle mirrored
-        Pp = np.tril(Pp)
-        Pp += np.tril(Pp, -1).T
-        self.P = np.ascontiguousarray(Pp)
+        # P+ = Y^-1: LAPACK's lower triangle (Fortran order) is the upper one of its C-order
+        # transpose, mirrored onto the lower in place
+        self.P = symmetric_from_upper(Pp.T)
         # nis = y' S^-1 y = y' R^-1 y - b' dx
         self.nis = float(y @ yr - b @ dx)
         return True

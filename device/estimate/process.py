@@ -237,11 +237,27 @@ class TorqueProcess:
     def predict_cov(self, x, P, lin):
         """(x_new, P_new = A P A' + Q): predict() and the covariance step by blocks
         (device/estimate/covariance.py), A and Q never formed; None where A's tau rows are not
-        the identity (tau_decay_s) or A is a power of the sub-step's (sub-steps)."""
-        if self.tau_decay is not None or self.substeps > 1:
+        the identity (tau_decay_s).
+
+        With k sub-steps A is the sub-step's transition to the k-th power, by blocks:
+        A_h = [[F, G], [0, I]] (F: (2n, 2n) the q and qd rows' own columns, G (2n, n) their tau
+        columns) gives A_h^k = [[F^k, G_k], [0, I]], G_k = F G_{k-1} + G (G_1 = G): the tau rows
+        stay the identity, so P- = A P A' + Q goes by rows (propagate_rows), as predict() with
+        the full A would (same numbers to round-off, a third of the products)."""
+        if self.tau_decay is not None:
             return None
         x_new = self._mean(x, lin)
         q_diag, Q_tau = self._noise(lin)
+        if self.substeps > 1:
+            n = self.n
+            B = self.transition_rows(lin, self.h_s)
+            F, G = B[:, :2 * n], B[:, 2 * n:]
+            Fk, Gk = F, G
+            for _ in range(self.substeps - 1):
+                # F^k = F F^(k-1) ; G_k = F G_(k-1) + G
+                Gk = F @ Gk + G
+                Fk = F @ Fk
+            return x_new, propagate_rows(P, np.concatenate([Fk, Gk], axis=1), q_diag, Q_tau)
         if self.integrator == "rk4":
             n = self.n
             Dqd = np.zeros((n, n)) if lin.Dqd is None else lin.Dqd
