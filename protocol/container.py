@@ -115,9 +115,17 @@ class Writer:
     dest is a path (created, truncated) or a binary file object; a file object with sync() is
     synced by it (device/capture/storage.py), else by os.fsync(fileno) where there is one.
     write_header=False: dest already holds encode_header(header) (storage.create_recording).
+
+    syncer (device/capture/syncer.py): the policy's syncs run on it, off the caller's path:
+    request(frames) starts one covering the frames flushed so far (False while the last is
+    under way: asked again at the next block), done() -> the frames the last completed one
+    covered, close() waits for the one under way. frames_synced then follows done(), and a cut
+    loses at most frames_at_risk (frames - frames_synced) frames; max_frames_at_risk is the
+    most it ever was. The header's sync and the last one at close stay synchronous.
     """
 
-    def __init__(self, dest, header, frames_per_block=1, fsync=False, sync_s=1.0, write_header=True):
+    def __init__(self, dest, header, frames_per_block=1, fsync=False, sync_s=1.0, write_header=True,
+                 syncer=None):
         if frames_per_block < 1 or frames_per_block > MAX_FRAMES_PER_BLOCK:
             raise ValueError("frames_per_block must be in 1..%d" % MAX_FRAMES_PER_BLOCK)
         if sync_s is None or sync_s < 0:
@@ -141,6 +149,9 @@ class Writer:
         self.frames = 0              # frames handed to write_frame
         self.frames_flushed = 0      # frames in blocks already written and flushed
         self.frames_synced = 0       # frames in blocks on the medium (after a sync)
+        self.frames_requested = 0    # frames covered by the last sync asked of the syncer
+        self.max_frames_at_risk = 0
+        self.syncer = syncer
         self.syncs = 0
         self.bytes_written = 0
         self._pending = bytearray()
@@ -153,10 +164,16 @@ class Writer:
 
     @property
     def loss_bound_frames(self):
-        """The most frames a power cut can lose (None: unbounded, sync_s=0)."""
+        """The most frames a power cut can lose by the sync policy (None: unbounded, sync_s=0);
+        with a syncer, plus those written while a sync is under way (frames_at_risk)."""
         if not self.sync_frames:
             return None
         return self.sync_frames + self.frames_per_block - 1
+
+    @property
+    def frames_at_risk(self):
+        """Frames handed to write_frame and not yet on the medium: what a cut now can lose."""
+        return self.frames - self.frames_synced
 
     def _write(self, data):
         self.f.write(data)
@@ -183,9 +200,17 @@ class Writer:
             raise ValueError("container writer is closed")
         if len(codes) != self.nrows:
             raise ValueError("frame has %d codes, the header has %d rows" % (len(codes), self.nrows))
+        if self.syncer is not None:
+            # the frames the last completed background sync covered are on the medium
+            done = self.syncer.done()
+            if done > self.frames_synced:
+                self.frames_synced = done
+                self.syncs += 1
         self._pending += encode_frame(codes, t_ms, self.bits)
         self._npending += 1
         self.frames += 1
+        if self.frames - self.frames_synced > self.max_frames_at_risk:
+            self.max_frames_at_risk = self.frames - self.frames_synced
         if self._npending >= self.frames_per_block:
             self.flush()
 
@@ -197,7 +222,13 @@ class Writer:
             self.frames_flushed = self.frames
             self._pending = bytearray()
             self._npending = 0
-            if self.sync_frames and self.frames_flushed - self.frames_synced >= self.sync_frames:
+            if self.syncer is not None:
+                # due: sync_frames flushed since the last sync asked for (asked again at the
+                # next block while the one under way has not completed)
+                if self.sync_frames and self.frames_flushed - self.frames_requested >= self.sync_frames:
+                    if self.syncer.request(self.frames_flushed):
+                        self.frames_requested = self.frames_flushed
+            elif self.sync_frames and self.frames_flushed - self.frames_synced >= self.sync_frames:
                 self.sync()
 
     def close(self):
@@ -205,6 +236,8 @@ class Writer:
         if self.f is None:
             return
         self.flush()
+        if self.syncer is not None:
+            self.syncer.close()
         self.sync()
         if self._own:
             self.f.close()

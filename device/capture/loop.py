@@ -96,8 +96,12 @@ class CaptureLoop:
                 own_record = True
             if own_record:
                 self._record_file = record          # closed by close()
+            # the policy's syncs on another thread (device/capture/syncer.py): an fsync on a
+            # microSD card stalls for milliseconds to a second, never in a frame's time
+            from device.capture.syncer import make_syncer
             self.writer = container.Writer(record, self.header, frames_per_block=frames_per_block,
-                                           sync_s=self.sync_s, write_header=not head)
+                                           sync_s=self.sync_s, write_header=not head,
+                                           syncer=make_syncer(record, self.clock.now))
         self.outputs = list(outputs or [])
         self.output_errors = 0
         self.first_output_error = None

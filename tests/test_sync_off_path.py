@@ -1,0 +1,185 @@
+"""The recorder's fsync takes the card's time and runs off the capture loop's path.
+
+The storage twin charges every sync a microSD card's latency (device/hal/storage_sim.py
+SdCardLatency); a sync run by another thread (device/capture/syncer.py) puts its bytes on the
+medium only when it completes, so a cut meanwhile loses them. The capture loop never waits for
+a sync, and a cut loses at most the writer's frames_at_risk (the policy's frames plus those
+written while a sync was under way).
+"""
+
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from device.capture.storage import new_recording
+from device.capture.syncer import ThreadSyncer, TwinSyncer, make_syncer
+from device.hal.storage_sim import PowerCut, SdCardLatency, SimStorage
+from protocol import container, staffheader
+
+ROWS = [{"name": "r%d" % i, "unit": "deg", "lo": 0, "hi": 180} for i in range(5)]
+HEADER = staffheader.make(rows=ROWS, fps=30.0, bits=8)
+
+
+def _frame(k):
+    return [(k * 5 + i) % 256 for i in range(len(ROWS))]
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def now(self):
+        return self.t
+
+
+def test_sd_card_latency_is_seeded_with_its_typical_time_and_stalls():
+    lat = SdCardLatency(typical_s=0.012, spike_p=0.03, spike_s=(0.1, 0.5))
+    a = [lat(random.Random(4)) for _ in range(3)]
+    assert a == [lat(random.Random(4)) for _ in range(3)]
+    rng = random.Random(9)
+    xs = [lat(rng) for _ in range(4000)]
+    stalls = [x for x in xs if x >= 0.1]
+    assert all(0.006 <= x <= 0.018 for x in xs if x < 0.1)
+    assert all(0.1 <= x <= 0.5 for x in stalls)
+    assert 0.02 < len(stalls) / len(xs) < 0.04
+
+
+def test_a_synchronous_sync_charges_its_caller_the_cards_time():
+    fs = SimStorage(seed=1, sync_latency=lambda rng: 0.25)
+    fs.makedirs("rec")
+    f = fs.open_new("rec/a.msr")
+    f.write(b"x" * 100)
+    f.sync()
+    f.sync()
+    assert fs.sync_wait_s == pytest.approx(0.5)
+    assert bytes(f.m.synced) == b"x" * 100
+
+
+def test_a_background_sync_is_on_the_medium_only_when_it_completes():
+    fs = SimStorage(seed=2, sync_latency=lambda rng: 0.2)
+    fs.makedirs("rec")
+    f = fs.open_new("rec/a.msr")
+    f.write(b"a" * 10)
+    assert f.sync_start(1.0)
+    f.write(b"b" * 10)                         # after the start: not covered
+    assert not f.sync_start(1.1)               # one under way
+    assert not f.sync_poll(1.19) and f.m.synced == bytearray()
+    assert f.sync_poll(1.2)
+    assert bytes(f.m.synced) == b"a" * 10
+    assert fs.sync_wait_s == 0.0               # nobody waited for it
+    # a cut: a sync done by the clock's time is on the medium, one still under way is not
+    for cut_s, whole in ((2.3, True), (2.1, False)):
+        fs = SimStorage(seed=2, page=4, sync_latency=lambda rng: 0.2)
+        fs.makedirs("rec")
+        fs.sync_dir("")
+        f = fs.open_new("rec/a.msr")
+        f.write(b"a" * 8)
+        f.sync()
+        clock = _Clock()
+        fs.attach_clock(clock.now)
+        f.write(b"b" * 8)
+        assert f.sync_start(2.0)
+        clock.t = cut_s
+        fs.power_cut()
+        after = fs.after_cut().read_bytes("rec/a.msr")
+        assert after[:8] == b"a" * 8
+        assert (after == b"a" * 8 + b"b" * 8) == whole
+
+
+def _record(fs, clock, frames, sync_s, fpb, step_s=1 / 30.0):
+    path, f = new_recording("rec", container.encode_header(HEADER), fs, boot="0badc0de")
+    w = container.Writer(f, HEADER, frames_per_block=fpb, sync_s=sync_s, write_header=False,
+                         syncer=make_syncer(f, clock.now))
+    at_risk = None
+    try:
+        for k in range(frames):
+            at_risk = w.frames_at_risk + 1      # this frame included
+            w.write_frame(_frame(k), t_ms=k * 33)
+            clock.t += step_s
+        w.close()
+        return path, w, None
+    except PowerCut:
+        return path, w, at_risk
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(cut=st.integers(1, 200), seed=st.integers(0, 2 ** 16), latency_s=st.sampled_from([0.0, 0.05, 0.3, 0.9]),
+       sync_s=st.sampled_from([0.2, 1.0]), fpb=st.sampled_from([1, 4]))
+def test_a_cut_loses_at_most_the_frames_at_risk(cut, seed, latency_s, sync_s, fpb):
+    fs = SimStorage(seed=seed, page=512, sync_latency=lambda rng: latency_s)
+    fs.makedirs("rec")
+    fs.sync_dir("")
+    clock = _Clock()
+    fs.cut_after_writes = fs.writes + 2 + cut
+    path, w, at_risk = _record(fs, clock, 150, sync_s, fpb)
+    fs.after_cut()
+    rec = container.parse(fs.read_bytes(path), path)
+    got = [fr[0] for fr in rec.frames]
+    assert got[:w.frames_synced] == list(range(w.frames_synced))
+    for k, t_ms, codes in rec.frames:
+        assert codes == _frame(k)
+    if at_risk is None:
+        assert got == list(range(150))
+        return
+    assert w.frames - len(got) <= at_risk                # the frame in flight included
+    # the next sync starts at a block once the policy's frames are flushed and the last one is
+    # done; a cut just before it completes finds that many frames, plus those written under it
+    lat = int(-(-latency_s * 30.0 // 1))
+    bound = max(w.sync_frames, lat) + fpb - 1 + lat + 1
+    assert w.max_frames_at_risk <= bound
+
+
+def test_the_capture_loop_never_waits_for_the_card():
+    from device.capture.config import default_config
+    from device.capture.loop import CaptureLoop
+    from device.capture.unit import build_unit
+    cfg = default_config(body="humanoid18", chip="mpu6050", estimator="orient")
+    cfg["subject"]["max_s"] = 4.0
+    cfg["sync_s"] = 0.5
+    fs = SimStorage(seed=3, sync_latency=lambda rng: 0.4)        # every sync a 0.4 s stall
+    loop = CaptureLoop(build_unit(cfg), record_dir="rec", storage=fs)
+    waited = fs.sync_wait_s                                       # the header's (creation)
+    assert isinstance(loop.writer.syncer, TwinSyncer)
+    loop.run(frames=90)
+    assert fs.sync_wait_s == waited                              # no frame waited for a sync
+    assert loop.writer.syncer.syncs >= 3
+    assert loop.stats.overruns == 0
+    # at risk: the 15 frames of the policy, plus the 12 of a sync under way
+    assert 15 < loop.writer.max_frames_at_risk <= 15 + 12 + 1
+    loop.close()
+    rec = container.parse(fs.read_bytes(loop.record_path))
+    assert rec.nframes == 90
+
+
+def test_thread_syncer_on_a_real_file(tmp_path):
+    path, f = new_recording(str(tmp_path), container.encode_header(HEADER))
+    s = make_syncer(f, None)
+    assert isinstance(s, ThreadSyncer)
+    w = container.Writer(f, HEADER, sync_s=0.1, write_header=False, syncer=s)
+    for k in range(100):
+        w.write_frame(_frame(k), t_ms=k * 33)
+    w.close()                                  # waits for the sync under way, then the last one
+    f.close()
+    assert w.frames_synced == 100 and not s._thread.is_alive()
+    assert container.read(path).nframes == 100
+
+
+def test_thread_syncer_reports_a_failing_card():
+    class Failing:
+        def fileno(self):
+            raise OSError("no descriptor")
+
+        def sync(self):
+            raise OSError(5, "Input/output error")
+
+    s = ThreadSyncer(Failing())
+    assert s.request(10)
+    with pytest.raises(OSError, match="recording: fsync failed"):
+        s.close()
+    assert s.done() == 0
+
+
+def test_an_in_memory_buffer_has_no_syncer():
+    import io
+    assert make_syncer(io.BytesIO(), None) is None
