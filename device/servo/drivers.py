@@ -39,8 +39,9 @@ def open_port(url, baud, timeout_s=0.1):
         raise OSError("%s: %s" % (url, e))
 
 
-def open_driver(name, port, baud=None, timeout_s=0.1, **opts):
-    """A driver on a port URL (or an already open port / I2C bus object)."""
+def driver_options(name, opts):
+    """The constructor keywords of controller `name`: its defaults and opts, each one checked
+    (ValueError naming an unknown option and the known ones)."""
     cls = driver_class(name)
     kw = dict(CONTROLLERS[name][2])
     kw.update(opts)
@@ -51,6 +52,13 @@ def open_driver(name, port, baud=None, timeout_s=0.1, **opts):
         if bad:
             raise ValueError("%s: unknown controller option %r (known: %s)"
                              % (name, bad[0], ", ".join(known) or "none"))
+    return kw
+
+
+def open_driver(name, port, baud=None, timeout_s=0.1, **opts):
+    """A driver on a port URL (or an already open port / I2C bus object)."""
+    cls = driver_class(name)
+    kw = driver_options(name, opts)
     if name == "pca9685":
         from device.servo.i2c import open_i2c
         bus = open_i2c(port) if isinstance(port, str) else port

@@ -9,7 +9,9 @@ JSON (docs/robots.md has a worked example): format "motionstaff-robot", version 
 controller, baud, rate_hz, failsafe {timeout_s, action hold|home|torque_off, watchdog},
 ramp {max_vel_dps, from home|current}, servos [{name, id, neutral, direction, units_per_deg,
 min, max, home_deg, max_vel_dps, max_acc_dps2, map {mapping name: row | "-row" |
-{row, scale, offset_deg}}}]. Every number is checked; FormatError names file and field.
+{row, scale, offset_deg}}}]. Every number is checked; FormatError names file and field. A
+robot whose frame of commands does not fit its controller's line at rate_hz (bytes x 10 bits /
+baud over 80 % of the period, device/servo/linebudget.py) is refused with the rate that fits.
 """
 
 import json
@@ -122,6 +124,10 @@ class Robot:
             seen[s.id] = s.name
         self.description = d.get("description", "")
         self.raw = d
+        # one frame of commands must fit the controller's line at rate_hz (checked before any
+        # port is opened: device/servo/linebudget.py)
+        from device.servo.linebudget import check_line
+        check_line(self, where)
 
     def mappings(self):
         names = set()

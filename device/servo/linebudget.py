@@ -1,0 +1,74 @@
+"""Does one frame of a robot's commands fit its controller's serial line at its command rate?
+
+    from device.servo.linebudget import line_budget, check_line
+    b = line_budget(robot)     # {"bytes": 114, "line_ms": 1.14, "period_ms": 10.0, "fits": True, ...}
+    check_line(robot)          # FormatError: the robot, its bytes, line time, and the rate that fits
+
+A UART carries 10 bits a byte (8N1: start, 8 data, stop) at the robot's baud (its controller's
+default when the description gives none): a frame of commands for every servo (the driver's
+own bytes: encode_positions of each servo at its home position) takes bytes x 10 / baud on the
+wire. The player sends one every 1 / rate_hz; what does not fit queues in the adapter's buffer
+and every frame after it is later than the one before, until the buffer is full and writes
+block (the twin of the line, device/servo/paced.py, skips such frames whole; a real driver
+stalls the player). A frame fits when its line time is at most LINE_SHARE of the period: the
+rest is for the controller's replies (torque, watchdog, present position) and the USB serial
+adapter's latency timer (an FT232R's default is 16 ms; 1 ms when set low). An I2C controller
+(PCA9685) is not a UART: its bus time is the I2C budget's, not this one's.
+"""
+
+from protocol.errors import FormatError
+
+BITS_PER_BYTE = 10
+LINE_SHARE = 0.8
+
+
+class _NullPort:
+    def write(self, data):
+        return len(data)
+
+    def read(self, n=1):
+        return b""
+
+
+def frame_bytes(robot):
+    """Bytes of one frame of commands for every servo of the robot (its driver's own), or None
+    (a controller that is not on a UART)."""
+    from device.servo.drivers import driver_class, driver_options
+    if robot.controller == "pca9685":
+        return None
+    drv = driver_class(robot.controller)(_NullPort(), **driver_options(robot.controller, robot.options))
+    cmds = [(s.id, s.to_units(s.home_deg)) for s in robot.servos]
+    try:
+        return len(drv.encode_positions(cmds))
+    except NotImplementedError:
+        return drv.frame_bytes(len(cmds))
+
+
+def line_budget(robot):
+    """{bytes, baud, line_ms, period_ms, share, fits, max_rate_hz} of one frame (fits None: not
+    a UART)."""
+    from device.servo.drivers import driver_class
+    n = frame_bytes(robot)
+    period_ms = 1000.0 / robot.rate_hz
+    if n is None:
+        return {"bytes": None, "baud": None, "line_ms": None, "period_ms": period_ms, "share": LINE_SHARE,
+                "fits": None, "max_rate_hz": None}
+    baud = robot.baud or driver_class(robot.controller).BAUD
+    # line time = bytes x 10 bits / baud
+    line_ms = 1000.0 * n * BITS_PER_BYTE / baud
+    return {"bytes": n, "baud": baud, "line_ms": line_ms, "period_ms": period_ms, "share": LINE_SHARE,
+            "fits": line_ms <= LINE_SHARE * period_ms,
+            "max_rate_hz": LINE_SHARE * 1000.0 / line_ms}
+
+
+def check_line(robot, where=None):
+    """FormatError when a frame of the robot's commands does not fit its line at rate_hz."""
+    b = line_budget(robot)
+    if b["fits"] is False:
+        raise FormatError(
+            "%s: a frame of %d servos is %d bytes on the %s line, %.1f ms at %d baud, more than %d %% "
+            "of the %.1f ms period of rate_hz %g: lower rate_hz to %d or less, or raise the baud"
+            % (where or "robot %s" % robot.name, len(robot.servos), b["bytes"], robot.controller,
+               b["line_ms"], b["baud"], round(100 * LINE_SHARE), b["period_ms"], robot.rate_hz,
+               int(b["max_rate_hz"])))
+    return b
