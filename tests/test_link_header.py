@@ -139,3 +139,37 @@ def test_a_request_names_the_missing_parts_and_only_those_are_resent():
     got = [asm.add(p) for p in again]
     assert got[-1] is not None and got[-1]["id"] == hid
     assert ls.counts()["parts_resent"] == 2
+
+
+def test_a_scheduled_repeat_goes_behind_the_frames_never_ahead():
+    """The header repeats every second, trickled one part behind each frame: a frame never waits
+    behind it in the driver's queue (it waited behind the whole header, ~100 ms a second at
+    115200 baud, before). The delay of a frame = the line time of what is queued ahead of it,
+    by the sender's own model of the driver's buffer (device/servo/paced.py)."""
+    from device.body.human import human_model
+    from device.capture.loop import make_header
+    from device.servo.linkstream import LinkStreamer
+
+    class Port:
+        def write(self, b):
+            return len(b)
+
+        def read(self, n):
+            return b""
+
+    t = [0.0]
+    ls = LinkStreamer(Port(), make_header(human_model(), 30.0), 8, baud=115200, clock=lambda: t[0])
+    s = ls.sender
+    delays = []
+    for k in range(300):                                 # 10 s at 30 Hz
+        t[0] = k / 30.0
+        s._drain()
+        queued_s = s.fill / s.bytes_per_s
+        before = ls.n["frames_sent"]
+        ls.frame([k % 256] * ls.nrows, t[0])
+        if k >= 30 and ls.n["frames_sent"] > before:     # after the first header (sent whole)
+            delays.append(queued_s)
+    assert ls.n["header_repeats"] >= 9 and ls.n["frames_skipped"] <= 2
+    assert len(delays) >= 265
+    # a frame starts on a line that is idle, or behind at most one header part (~85 B: 7.4 ms)
+    assert max(delays) < 0.008

@@ -194,3 +194,18 @@ def test_twin_ticks_wrap_like_the_picos_and_the_firmware_does_not_notice():
     assert wrapped == plain
     assert plain[-1][1] == pk.STATE_FAILSAFE and plain[10][0] != plain[30][0]   # it ramps, it fails safe
 
+
+
+def test_a_header_with_more_rows_than_the_receiver_holds_is_refused_and_counted():
+    # 64 rows is the receiver's frame size (FrameReader nrows_max): a 65-row header's frames
+    # could never be played; it is refused, counted, and the header held before stays
+    board, rx = _rx()
+    enc = pk.Encoder(clock_us=lambda: 0)
+    a = lh.encode([("r%d" % i, -90.0, 90.0) for i in range(14)], 8, 30.0)
+    big = lh.encode([("r%d" % i, -90.0, 90.0) for i in range(65)], 8, 30.0)
+    _feed(board, rx, b"".join(enc.header(a)), 0)
+    _feed(board, rx, b"".join(enc.header(big)), 10)
+    c = rx.counters()
+    assert c["too_many_rows"] == 1 and c["headers"] == 1 and rx.header_id == lh.header_id(a)
+    _feed(board, rx, enc.frame([100] * 14), 20)
+    assert rx.state == pk.STATE_STREAMING

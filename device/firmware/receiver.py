@@ -31,7 +31,8 @@ except AttributeError:  # CPython (the twin): MicroPython's, for ticks_ms wrappi
 
 
 class Receiver:
-    """counters: frames, dropped, gaps, limited, failsafes, no_map, wrong_rows, headers,
+    """counters: frames, dropped, gaps, limited, failsafes, no_map, wrong_rows, too_many_rows
+    (headers with more rows than nrows_max, refused), headers,
     bad_headers, released, requests, replies, errors (exceptions caught: the loop never ends)."""
 
     def __init__(self, cfg, machine, uart=None, nrows_max=64, request_ms=100):
@@ -64,6 +65,7 @@ class Receiver:
         self.failsafes = 0
         self.no_map = 0
         self.wrong_rows = 0
+        self.too_many_rows = 0                  # headers with more rows than nrows_max
         self.headers = 0
         self.released = 0
         self.requests = 0
@@ -78,7 +80,7 @@ class Receiver:
         a = self.assembler
         return {"frames": r.frames, "dropped": r.dropped(), "gaps": r.gaps,
                 "limited": self.bank.limited, "failsafes": self.failsafes, "no_map": self.no_map,
-                "wrong_rows": self.wrong_rows, "headers": self.headers,
+                "wrong_rows": self.wrong_rows, "too_many_rows": self.too_many_rows, "headers": self.headers,
                 "bad_headers": a.bad + a.restarts + a.too_big, "released": self.released,
                 "requests": self.requests, "replies": self.replies, "errors": self.errors,
                 "state": self.state}
@@ -93,7 +95,11 @@ class Receiver:
         for p in packets:
             if p.name == "HEADER":
                 h = self.assembler.add(p)       # never raises; bad or spliced headers counted
-                if h is not None:
+                if h is not None and len(h["rows"]) > self.reader.nrows_max:
+                    # more rows than this receiver's frames can hold: its frames would all be
+                    # dropped; refused (counted), the header held so far stays
+                    self.too_many_rows += 1
+                elif h is not None:
                     self.headers += 1
                     if h["id"] != self.header_id:
                         self.rows = h["rows"]

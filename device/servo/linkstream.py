@@ -108,7 +108,7 @@ class LinkStreamer:
             self._urgent = True
             self.n["parts_resent"] += len(want)
 
-    def _send_header_parts(self):
+    def _send_header_parts(self, after_bytes=0):
         s = self.sender
         if self._hello:
             if not s.send(self.enc.hello(), "hello"):
@@ -122,9 +122,18 @@ class LinkStreamer:
             i = self._queue[0]
             tail = self._tails[i]
             need = pk.HEAD_SIZE + 10 + len(tail) + pk.CRC_SIZE + 4 + reserve
-            # a scheduled repeat also keeps to the frames' max_delay_s of queued line time (its
-            # parts trickle in between frames); the first header and a requested one go whole
-            if s.room(None if self._urgent else max(s.delay_bytes, need)) < need:
+            # a scheduled repeat trickles in between frames: a part only onto an idle line, or
+            # right behind the frame just sent (after_bytes), so no frame waits behind it (it
+            # waited behind the whole header, 100 ms every second at 115200 baud, before); once
+            # it has taken 0.25 s (starving) a part goes ahead of each frame within the frames'
+            # max_delay_s of queued line time; the first header and a requested one go whole
+            if self._urgent:
+                budget = None
+            elif self._starving:
+                budget = max(s.delay_bytes, need)
+            else:
+                budget = need + after_bytes
+            if s.room(budget) < need:
                 return False
             s.send(self.enc.packet("HEADER", (self.enc.schema, self.header_id, i, parts), tail), "header",
                    credit=self._urgent)
@@ -164,8 +173,14 @@ class LinkStreamer:
                         self.n["header_requests"] += 1
                         self._due_header(True)
 
-    def poll(self):
-        """Read what the receiver said; send due header parts and the heartbeat. Never blocks."""
+    def _scheduled(self):
+        """Parts of a scheduled repeat are queued (not the first header, not asked for, not
+        starving): they go behind frames, not ahead of them."""
+        return bool(self._queue) and not self._urgent and not self._starving
+
+    def poll(self, _defer=False):
+        """Read what the receiver said; send due header parts and the heartbeat. Never blocks.
+        (_defer: frame() sends a scheduled repeat's parts behind its frame instead.)"""
         self._read_replies()
         now = self.clock()
         # a clock that stepped back (an injected clock, a wrapped tick count): the marks follow
@@ -181,7 +196,8 @@ class LinkStreamer:
         # take a waiting part's room is skipped whole), so the repeat goes on and no frame waits
         # behind a header burst
         self._starving = bool(self._queue) and not self._urgent and now - self._last_header > 0.25
-        self._send_header_parts()
+        if not (_defer and self._scheduled()):
+            self._send_header_parts()
         if self.heartbeat_s and (self._last_hb is None or now - self._last_hb >= self.heartbeat_s):
             hb = self.enc.heartbeat(int(now * 1000), self.n["frames_sent"], self.n["frames_skipped"],
                                     pk.STATE_STREAMING, self.header_id)
@@ -191,7 +207,7 @@ class LinkStreamer:
 
     def frame(self, codes, t_s=None):
         """Send one frame (codes in header row order, None = missing), stamped t_s (default now)."""
-        self.poll()
+        self.poll(_defer=True)
         t_us = int(round((self.clock() if t_s is None else t_s) * 1e6)) % pk.TIME_WRAP_US
         seq = self.enc.seq
         pkt = self.enc.frame(codes, self.bits, time_us=t_us)
@@ -206,8 +222,12 @@ class LinkStreamer:
                 self.sent[(seq, t_us)] = list(codes)
                 # its bytes' place in the stream written (the 0x00 before it included)
                 self.offsets[(seq, t_us)] = (before - 1, before + len(pkt))
+            if self._scheduled():
+                self._send_header_parts(self.sender.counts["bytes"] - before)
             return True
         self.n["frames_skipped"] += 1
+        if self._scheduled():
+            self._send_header_parts()
         return False
 
     def counts(self):
