@@ -194,19 +194,27 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     n_cmd = sum(len(c[2]) for c in end.commands)
     emu.wait_for(lambda e: e.commands >= n_cmd, 10.0)
     srv.stop()
-    # latency: sensor sample -> servo bytes written, minus the simulator's own time in the read
-    # (processing only: the line's own time, bytes / 11520 per s, is simulated, see link_s)
+    # latency, sensor sample -> servo bytes written at the robot end: the frame's bus wait and
+    # the unit's CPU time (measured), then its time on the paced line and in the driver's queue
+    # (simulated: when the robot end acted on it, on the demo's clock, which the line follows in
+    # steps of 1 / (rate x LINE_STEPS))
     lat = []
+    lat_wall = []                   # wall clock of this one process (the robot twin's physics in it)
     lat_robot = []                  # from the unit's write to the servo bytes (the robot end)
     cmd_at = dict((c[1], c[3]) for c in end.commands if c[1] is not None)
+    cmd_sim = dict((c[1], c[0]) for c in end.commands if c[1] is not None)
+    st = loop.stats
     for k, key in enumerate(keys):
         w = cmd_at.get(key)
         if key is not None and w is not None and k in read_start:
-            lat.append((w - read_start[k] - (sim_s[k] if k < len(sim_s) else 0.0)) * 1000.0)
+            unit_s = (st.bus_s[k] if k < len(st.bus_s) else 0.0) + (st.cpu_s[k] if k < len(st.cpu_s) else 0.0)
+            lat.append((cmd_sim[key] - k / unit.rate_hz + unit_s) * 1000.0)
+            lat_wall.append((w - read_start[k] - (sim_s[k] if k < len(sim_s) else 0.0)) * 1000.0)
             lat_robot.append((w - written_at[key]) * 1000.0)
     return {"unit": unit, "loop": loop, "relay": end.bridge, "robot_end": end, "streamer": streamer,
             "twin": twin, "faults": twin.faults, "emulator": emu, "robot": robot, "record": rec_path,
             "values": np.array(values), "keys": keys, "latency_ms": lat, "latency_robot_ms": lat_robot,
+            "latency_wall_ms": lat_wall, "line_steps": LINE_STEPS,
             "estimator": estimator, "notes": notes, "frames_planned": nframes,
             "robot_twin": body.finish(unit.rate_hz) if body is not None else None}
 

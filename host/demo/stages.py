@@ -148,6 +148,11 @@ def report(cap, dl, files, staffs, notes, clip, seconds):
         "servo_commands": sum(len(c[2]) for c in end.commands),
         "latency_p50_ms": _pct(lat, 50), "latency_p99_ms": _pct(lat, 99),
         "latency_max_ms": round(max(lat), 3) if lat else None, "latency_samples": len(lat),
+        "latency_definition": "sample -> servo bytes at the robot end: the frame's bus wait and "
+                              "unit CPU (measured) + its time on the paced 115200-baud line and "
+                              "in the driver's queue (simulated, in steps of 1/(%d x rate))" % cap.get("line_steps", 1),
+        "latency_wall_processing_p50_ms": _pct(cap.get("latency_wall_ms", []), 50),
+        "latency_wall_processing_p99_ms": _pct(cap.get("latency_wall_ms", []), 99),
         "latency_robot_end_p50_ms": _pct(cap["latency_robot_ms"], 50),
         "latency_robot_end_p99_ms": _pct(cap["latency_robot_ms"], 99),
         "unit_busy_mean_ms": _r(st.get("busy_mean_ms")), "unit_busy_p99_ms": _r(st.get("busy_p99_ms")),
