@@ -27,6 +27,9 @@ LEG_DOFS = ("hip_flex", "hip_abd", "hip_rot", "knee_flex", "knee_rot", "ankle_fl
 # mean RMS of the six sagittal angles 6.42 deg with the defaults (1.0, 0.02), 6.19 (3.0, 0.02),
 # 4.82 (3.0, 0.01), 4.03 (5.0, 0.005), 4.02 (10.0, 0.005), 3.92 (5.0, 0.003)
 EKF_OPTIONS = {"accel_sigma_m_s2": 5.0, "orient_sigma_rad": 0.003}
+# knee and ankle axes (device/capture/functional.py): each thigh keeps its own swing axis, the
+# shank's and the foot's are fitted level to their proximal segment's by Seel's hinge condition
+HINGE = "seel-distal"
 SEGMENTS = ("pelvis", "l_thigh", "r_thigh", "l_shank", "r_shank", "l_foot", "r_foot")
 
 
@@ -59,6 +62,6 @@ def lower_body_config(rate_hz=100.0, low_shank=False, estimator="ekf", chip="bno
     cfg = {"format": "motionstaff-unit", "version": 1, "rate_hz": float(rate_hz), "bits": 16,
            "body": BODY, "estimator": estimator, "subject": None,
            "estimator_options": dict(EKF_OPTIONS) if estimator in ("ekf", "ekf-euler") else {},
-           "calibration": {"still_s": 5.0, "functional_s": 4.0}, "buses": {"main": "i2c://1"},
+           "calibration": {"still_s": 5.0, "functional_s": 4.0, "hinge": HINGE}, "buses": {"main": "i2c://1"},
            "sensors": sensors, "outputs": []}
     return check(cfg)
