@@ -300,7 +300,8 @@ def simulated(seed=1, profile="honest", motion=None):
     from device.capture.rawlog import RawLogWriter
     from device.capture.unit import build_unit
     cfg = lower_cfg("orient", "bno055")
-    cfg["buses"] = {"main": "sim-i2c://0"}
+    from device.capture.config import sim_buses
+    cfg["buses"] = sim_buses(list(cfg["buses"]))         # the same buses, their twins
     cfg["calibration"] = {"still_s": 5.0}        # recording only: the replays calibrate functionally
     cfg["subject"] = {"clip": "builtin", "seed": seed, "calib_s": 6.0, "blend_s": 0.5,
                       "noise": {"profile": profile}, "outages": []}

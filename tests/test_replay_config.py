@@ -70,7 +70,8 @@ def test_replay_refuses_what_the_log_cannot_feed(tmp_path, still_log, capsys, ca
         want = "s.jsonl: no walk after the still window (functional calibration)"
     else:
         cfg = json.load(open(config(tmp_path)))
-        cfg["sensors"].append(dict(cfg["sensors"][0], name="r_foot_imu", link="r_foot", addr=0x69))
+        # (on a bus of its own: pelvis and thigh take 0x68 and 0x69 of i2c-1)
+        cfg["sensors"].append(dict(cfg["sensors"][0], name="r_foot_imu", link="r_foot", bus="i2c-3"))
         (tmp_path / "unit.json").write_text(json.dumps(cfg))
         args += ["--config", str(tmp_path / "unit.json")]
         want = "s.jsonl: the raw log has no sensor r_foot_imu of the config"
@@ -102,3 +103,25 @@ def test_real_walk_through_the_unit_path(tmp_path):
     rms = {k: float(np.sqrt(np.mean((est[k] - ref[k]) ** 2))) for k in ("knee_flex_l", "knee_flex_r")}
     assert rms["knee_flex_l"] < 6.05 and rms["knee_flex_r"] < 6.25, rms
     assert os.path.isdir(DATA)
+
+
+def test_lower_body_unit_fits_its_buses():
+    # two BNO055 a bus at 400 kHz (a third does not fit 10 ms at 100 Hz): 7 sensors on four of
+    # the Pi's buses, 9 on all five; the MPU-6050s on their own addresses
+    from device.capture.busbudget import bus_budget, check_bus_budget
+    from device.capture.config import sim_buses
+    for low, nbus in ((False, 4), (True, 5)):
+        for chip, addrs in (("bno055", {0x28, 0x29}), ("mpu6050", {0x68, 0x69})):
+            cfg = lower_body_config(low_shank=low, chip=chip)
+            assert len(cfg["buses"]) == nbus and all(u.endswith("?hz=400000") for u in cfg["buses"].values())
+            assert {s["addr"] for s in cfg["sensors"]} == addrs
+            cfg["buses"] = sim_buses(list(cfg["buses"]))
+            check_bus_budget(cfg, cfg["sensors"])
+            assert max(b["s"] for b in bus_budget(cfg, cfg["sensors"])) < 0.010
+    cfg = lower_body_config()
+    cfg["buses"] = sim_buses(["i2c-1"])
+    for s in cfg["sensors"]:
+        s["bus"] = "i2c-1"
+        s["mux"] = {"addr": 0x70, "channel": cfg["sensors"].index(s) // 2}
+    with pytest.raises(ValueError, match="bus i2c-1: 7 BNO055"):
+        check_bus_budget(cfg, cfg["sensors"])

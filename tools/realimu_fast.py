@@ -79,7 +79,11 @@ def main():
         diag(est, ref, R, ref_R, frames, lo, hi)
     if a.ekf:
         Q, unit = B.run_unit(log, cfg)
-        show("ekf", B.score(B.joint_angles(B.segments_from_q(unit.skeleton, Q[lo:hi])), ref))
+        e = B.joint_angles(B.segments_from_q(unit.skeleton, Q[lo:hi]))
+        show("ekf", B.score(e, ref))
+        for k in ("knee_flex_l", "knee_flex_r", "hip_flex_l", "ankle_flex_r"):
+            d = e[k] - ref[k]
+            print("  %s per second mean err:" % k, " ".join("%5.1f" % d[i:i + 100].mean() for i in range(0, len(d), 100)))
 
 
 def diag(est, ref, R, ref_R, frames, lo, hi):

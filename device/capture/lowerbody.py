@@ -46,22 +46,30 @@ def legs_skeleton(mass_kg=75.0, height_m=1.75):
 
 def lower_body_config(rate_hz=100.0, low_shank=False, estimator="ekf", chip="bno055"):
     """The built-in lower-body unit config (real sensors, subject null: replay or a Pi)."""
-    from device.capture.config import check
+    from device.capture.config import _ADDR, DEFAULT_BUS_HZ, PI4_BUSES, check
     names = list(SEGMENTS) + (["l_shank_low", "r_shank_low"] if low_shank else [])
     sk = legs_skeleton()
     pos = {f.name: [float(x) for x in f.position] for f in sk.features if f.kind == "imu"}
     sensors = []
-    for k, n in enumerate(names):
+    # two BNO055 a bus (0x28, 0x29), the Pi's buses at 400 kHz: a BNO055's read is about 4.3 ms
+    # there with its clock stretching, so a third would not fit the 10 ms frame at 100 Hz
+    # (device/capture/busbudget.py); 7 sensors take four buses, 9 all five
+    if len(names) > 2 * len(PI4_BUSES):
+        raise ValueError("%d BNO055 do not fit two a bus on the Pi's %d buses" % (len(names), len(PI4_BUSES)))
+    buses = PI4_BUSES[:(len(names) + 1) // 2]
+    for i, n in enumerate(names):
+        b, k = i // 2, i % 2
         link = n.replace("_low", "")
         p = pos.get(link + "_imu", [0.0, 0.0, 0.0])
         if n.endswith("_low"):
             p = [0.04, 0.0, -0.36]              # just above the ankle (the shank is 0.44 m long)
-        sensors.append({"name": n + "_imu", "chip": chip, "bus": "main",
-                        "addr": (0x28, 0x29)[k % 2], "mux": {"addr": 0x70, "channel": k // 2},
+        sensors.append({"name": n + "_imu", "chip": chip, "bus": buses[b],
+                        "addr": _ADDR[chip][k], "mux": None,
                         "link": link, "position": p, "mount_rpy_deg": [0.0, 0.0, 0.0]})
     cfg = {"format": "motionstaff-unit", "version": 1, "rate_hz": float(rate_hz), "bits": 16,
            "body": BODY, "estimator": estimator, "subject": None,
            "estimator_options": dict(EKF_OPTIONS) if estimator in ("ekf", "ekf-euler") else {},
-           "calibration": {"still_s": 5.0, "functional_s": 4.0, "hinge": HINGE}, "buses": {"main": "i2c://1"},
+           "calibration": {"still_s": 5.0, "functional_s": 4.0, "hinge": HINGE},
+           "buses": {name: "i2c://%s?hz=%d" % (name.split("-")[-1], DEFAULT_BUS_HZ) for name in buses},
            "sensors": sensors, "outputs": []}
     return check(cfg)
