@@ -293,18 +293,21 @@ def vicon_hips():
 
 def simulated(seed=1, profile="honest", motion=None):
     """The same unit on the simulated subject performing the trial's Vicon kinematics
-    (ViconMotion) with the honest sensor model: 6 s of stance, then the walk, recorded to a raw
+    (ViconMotion) with the honest sensor model and the thighs' sagittal soft tissue fitted to
+    this trial (device/capture/subject.py THIGH_SAG): 6 s of stance, then the walk, recorded to a raw
     log, replayed like the real trial, scored from 6.5 s (after the blend) against the subject's
     true pose through the same angle definitions."""
     from device.capture.loop import CaptureLoop
     from device.capture.rawlog import RawLogWriter
+    from device.capture.subject import THIGH_SAG
     from device.capture.unit import build_unit
     cfg = lower_cfg("orient", "bno055")
     from device.capture.config import sim_buses
     cfg["buses"] = sim_buses(list(cfg["buses"]))         # the same buses, their twins
     cfg["calibration"] = {"still_s": 5.0}        # recording only: the replays calibrate functionally
     cfg["subject"] = {"clip": "builtin", "seed": seed, "calib_s": 6.0, "blend_s": 0.5,
-                      "noise": {"profile": profile}, "outages": []}
+                      "noise": dict({"profile": profile}, **(THIGH_SAG if profile == "honest" else {})),
+                      "outages": []}
     tmp = tempfile.mkdtemp(prefix="realimu-sim")
     log = os.path.join(tmp, "sim-walk.jsonl")
     from device.capture.lowerbody import legs_skeleton
