@@ -393,7 +393,7 @@ def main(argv=None):
     if not args.no_sim:
         res["sim"] = simulated()
     lines = ["# Real IMUs: Neura-Sparse S02 walk (9.55 s scored), joint angles vs Vicon (deg)", "",
-             "REAL recording. Calibration: functional (still stance + first 4 s of walking), unit data only.",
+             "REAL recording. Calibration: functional (still stance + first 4 s of walking, hinge %s), unit data only." % lower_cfg("ekf", "bno055")["calibration"]["hinge"],
              "Reference lag: %+d samples (gyro vs Vicon angular speed)." % res["lag"],
              "Calibration per sensor: " + "; ".join("%s %s" % kv for kv in sorted(res["method"].items())), ""]
     lines += table("Ours (the unit's path: import-imu -> raw log -> capture --replay)", list(res["results"].values()))

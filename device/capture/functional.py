@@ -13,7 +13,13 @@ What a unit sees, and nothing else (no optical reference):
            turn mostly about their flexion axis), refined where a hinge joins two sensors:
            knee and ankle are near-hinges, and Seel's condition |w1 x j1| = |w2 x j2| gives
            their axes in both sensors (the hip's abduction, which tilts a PCA axis, cancels);
-           the pelvis, which turns mostly about the vertical, takes the thighs' mean axis instead
+           the pelvis, which turns mostly about the vertical, takes the thighs' mean axis instead.
+           hinge= "seel" (the default): both axes of each pair fitted freely (4 angles);
+           "seel-level": both held level in the stance (2 angles); "seel-distal" (the lower-body
+           unit's): the proximal axis kept (a thigh's own swing axis, the shank's knee axis),
+           only the distal one fitted, level; "none": the PCA axes. On the real walk the free
+           fit tilts each thigh's axis 29-38 deg out of level (the thigh's soft tissue breaks
+           the hinge) and turns the right one 37 deg from its swing axis: docs/estimation.md
   sign     y_s and -y_s fit the data alike: each segment's sagittal rate y_s . w correlates
            positively with its shank's (a leg swings together), and a leg's sign makes its knee
            flex positively: knee(t) = integral (y_shank . w_shank - y_thigh . w_thigh) dt from
