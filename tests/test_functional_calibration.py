@@ -145,5 +145,5 @@ def test_seel_distal_mounts_ideal_sensors_and_level_axes():
     assert abs(abs(a @ j1) - 1) < 1e-3 and abs(abs(b @ j2) - 1) < 1e-3, (a, b)
     a, b = hinge_pair_level(w1, w2, j1, start2, z1, z2, fit_proximal=False)
     assert np.allclose(a, j1) and abs(abs(b @ j2) - 1) < 1e-3
-    with pytest.raises(ValueError, match="hinge 'pca' is not one of"):
-        functional_calibration(sk, sens, frames[:100], frames[106:356], hinge="pca")
+    with pytest.raises(ValueError, match="hinge .seal. is not one of"):
+        functional_calibration(sk, sens, frames[:100], frames[106:356], hinge="seal")

@@ -53,7 +53,7 @@ def test_replay_takes_the_configs_estimator(tmp_path, still_log):
     assert np.nanmax(np.abs(st.values[rot, 60:])) < 0.5
 
 
-@pytest.mark.parametrize("case", ["estimator", "rate", "sensor", "nowalk"])
+@pytest.mark.parametrize("case", ["estimator", "rate", "sensor", "nowalk", "hinge"])
 def test_replay_refuses_what_the_log_cannot_feed(tmp_path, still_log, capsys, case):
     out = tmp_path / "o.png"
     args = ["capture", "--replay", str(still_log), "--record", str(out)]
@@ -63,6 +63,9 @@ def test_replay_refuses_what_the_log_cannot_feed(tmp_path, still_log, capsys, ca
     elif case == "rate":
         args += ["--config", config(tmp_path, rate_hz=30.0)]
         want = "s.jsonl: the raw log runs at 100 Hz, the config at 30 Hz (mismatched rates)"
+    elif case == "hinge":
+        args += ["--config", config(tmp_path, calibration={"still_s": 0.5, "functional_s": 4.0, "hinge": "seal"})]
+        want = "calibration 'hinge' must be one of seel, seel-level, seel-distal, pca, not 'seal'"
     elif case == "nowalk":
         # no --config: the log's own unit (the lower-body one, functional calibration), with
         # --estimator applied; a still recording has no strides to calibrate from

@@ -17,7 +17,7 @@ What a unit sees, and nothing else (no optical reference):
            hinge= "seel" (the default): both axes of each pair fitted freely (4 angles);
            "seel-level": both held level in the stance (2 angles); "seel-distal" (the lower-body
            unit's): the proximal axis kept (a thigh's own swing axis, the shank's knee axis),
-           only the distal one fitted, level; "none": the PCA axes. On the real walk the free
+           only the distal one fitted, level; "pca": the PCA axes. On the real walk the free
            fit tilts each thigh's axis 29-38 deg out of level (the thigh's soft tissue breaks
            the hinge) and turns the right one 37 deg from its swing axis: docs/estimation.md
   sign     y_s and -y_s fit the data alike: each segment's sagittal rate y_s . w correlates
@@ -78,7 +78,7 @@ def walk_onset(frames, gyro_rad_s=0.5, start=0):
     return None
 
 
-HINGES = ("seel", "seel-level", "seel-distal", "none")
+HINGES = ("seel", "seel-level", "seel-distal", "pca")
 
 
 def functional_calibration(skeleton, sensors, still, walk, hinge="seel"):
