@@ -229,11 +229,16 @@ class Subject:
         n = self.noise
         up = -self.g / np.linalg.norm(self.g)
         quats = []
-        qs = [self.q_true(t_s + i * h) for i in (-2, -1, 0, 1, 2)]
-        # the dof rates at t - h, t, t + h (deg/s, central differences), for the thighs' lead
-        qd = [(qs[i + 1] - qs[i - 1]) / (2 * h) for i in (1, 2, 3)]
+        if n["thigh_sag_gain"] or n["thigh_sag_lead_s"]:
+            qs = [self.q_true(t_s + i * h) for i in (-2, -1, 0, 1, 2)]
+            # the dof rates at t - h, t, t + h (deg/s, central differences), for the thighs' lead
+            qd = [(qs[i + 1] - qs[i - 1]) / (2 * h) for i in (1, 2, 3)]
+            qs = qs[1:4]
+        else:
+            qs = [self.q_true(t_s - h), self.q_true(t_s), self.q_true(t_s + h)]
+            qd = [None] * 3
         for k, s in enumerate(self.sensors):
-            d0, d1, d2 = (self._stm(s, q, t_s, v) for q, v in zip(qs[1:4], qd))
+            d0, d1, d2 = (self._stm(s, q, t_s, v) for q, v in zip(qs, qd))
             E = exp_so3(d1)
             # sensor on the skin: R_s = R exp(w skew) E; omega_s = E^T (w + d_dot) (small angles)
             Rk = R1[k] @ exp_so3(w[k] * s["skew_s"]) @ E
