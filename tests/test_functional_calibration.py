@@ -108,3 +108,42 @@ def test_no_walk_or_no_still_readings_is_one_line():
         functional_calibration(sk, sens, frames[:100], [])
     assert walk_onset(frames[:100]) is None
     assert angle_deg(exp_so3(np.array([0.0, 0.0, 0.1]))) == pytest.approx(np.degrees(0.1))
+
+
+def test_seel_distal_mounts_ideal_sensors_and_level_axes():
+    # the lower-body unit's mode: each thigh keeps its own swing axis, shank and foot are fitted
+    # level to the proximal axis; on ideal sensors it finds the mounts as well as the free fit
+    from device.capture.functional import hinge_pair_level
+    from device.capture.lowerbody import HINGE
+    assert HINGE == "seel-distal"
+    sk, sub, sens, frames = readings(noise={"profile": "ideal"})
+    res = functional_calibration(sk, sens, frames[:100], frames[106:356], hinge=HINGE)
+    err = {n: angle_deg(sub.true_mount(n).T @ res["mounts"][n]) for n in res["mounts"]}
+    # the price: a thigh's own swing axis leans with the hip's abduction in phase with its
+    # flexion (here 5.8-6.1 deg); the shank and foot, fitted level to it, stay within 0.6
+    assert 5.0 < err["l_thigh_imu"] < 7.0 and 5.0 < err["r_thigh_imu"] < 7.0, err
+    assert max(v for n, v in err.items() if "thigh" not in n) < 1.0, err
+    assert res["method"]["l_shank_imu"].startswith("still+knee hinge (level")
+    assert res["method"]["r_foot_imu"].startswith("still+ankle hinge (level")
+    # a pure hinge seen by two sensors: the level fit returns the true axes, orthogonal to up
+    rng = np.random.default_rng(1)
+    z1, z2 = np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.6, 0.8])
+    j1 = np.array([0.0, 1.0, 0.0])
+    j2 = np.array([1.0, 0.0, 0.0])                      # level in sensor 2 (orthogonal to z2)
+    t = np.linspace(0, 8, 800)
+    flex = 2.0 * np.sin(2 * np.pi * t)
+    other = np.c_[np.sin(3.1 * t), np.cos(1.7 * t), np.sin(0.9 * t)]     # the proximal's own motion
+    w1 = other + np.outer(0.3 * np.cos(t), j1)
+    # the distal sensor: the proximal rotation re-expressed (R21 maps j1 onto j2) plus the flexion
+    from device.capture.rot import exp_so3 as ex
+    R21 = np.array([j2, np.cross(z2, j2), z2]).T @ np.array([j1, np.cross(z1, j1), z1])
+    w2 = w1 @ R21.T + np.outer(flex, j2) + rng.normal(size=(800, 3)) * 0.01
+    start1 = ex(0.15 * z1) @ j1
+    start2 = ex(-0.2 * z2) @ j2
+    a, b = hinge_pair_level(w1, w2, start1, start2, z1, z2)
+    assert abs(a @ z1) < 1e-9 and abs(b @ z2) < 1e-9
+    assert abs(abs(a @ j1) - 1) < 1e-3 and abs(abs(b @ j2) - 1) < 1e-3, (a, b)
+    a, b = hinge_pair_level(w1, w2, j1, start2, z1, z2, fit_proximal=False)
+    assert np.allclose(a, j1) and abs(abs(b @ j2) - 1) < 1e-3
+    with pytest.raises(ValueError, match="hinge .seal. is not one of"):
+        functional_calibration(sk, sens, frames[:100], frames[106:356], hinge="seal")

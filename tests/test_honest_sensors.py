@@ -97,3 +97,34 @@ def test_fusion_lag_and_soft_tissue_geometry():
     np.testing.assert_allclose(Rq, Rl @ exp_so3(s["stm_C"] @ dq), atol=1e-6)
     stm_deg = np.degrees(np.linalg.norm(s["stm_C"] @ dq))
     assert 1.5 < stm_deg < 10.0               # 0.05 rad/rad (3 axes) of 60 deg: about 5 deg
+
+
+def test_thigh_sagittal_soft_tissue_is_gain_and_lead():
+    # a hip flexing 25 sin(2 pi t) deg: the thigh sensor turns about the hip's flexion axis by
+    # -0.10 (q - q_stance) + 0.025 s qdot (the real trial's thighs), a shank's sensor not at all
+    sk = legs_skeleton()
+    ix = sk.dof_index("l_hip_flex")
+
+    def hip(t):
+        q = sk.home.copy()
+        q[ix] = 25.0 * np.sin(2 * np.pi * max(t, 0.0))
+        return q
+    from device.capture.subject import THIGH_SAG
+    assert THIGH_SAG == {"thigh_sag_gain": 0.10, "thigh_sag_lead_s": 0.025}
+    only = {k: 0.0 for k in HONEST if HONEST[k] != IDEAL[k]}
+    only.update(THIGH_SAG, quat_noise_deg=0.0, jitter_s=0.0)
+    sens = many(1, "l_thigh") + [{"name": "sh", "chip": "bno055", "link": "l_shank"}]
+    sub = Subject(sk, hip, sens, seed=5, blend_s=0.0, noise=only)
+    th, sh = sub.sensors
+    assert th["sag_dof"] == ix and sh["sag_dof"] == -1
+    for t in (1.1, 1.2, 1.37):
+        sub.advance(t)
+        pose = forward_kinematics(sk, sub.q_true(t))
+        tm = t - sub.calib_s
+        want = np.radians(-0.10 * 25.0 * np.sin(2 * np.pi * tm) + 0.025 * 25.0 * 2 * np.pi * np.cos(2 * np.pi * tm))
+        R = pose.link_rot[th["link"]] @ th["R_mount"] @ exp_so3(th["sag_axis"] * want)
+        # the finite differences of the rate (h = 1/240 s): 1e-3 rad
+        np.testing.assert_allclose(quat_to_mat(np.array(th["state"]["quat_wxyz"])), R, atol=2e-3)
+        Rs = pose.link_rot[sh["link"]] @ sh["R_mount"]
+        np.testing.assert_allclose(quat_to_mat(np.array(sh["state"]["quat_wxyz"])), Rs, atol=1e-6)
+    assert abs(np.linalg.norm(th["sag_axis"]) - 1) < 1e-12

@@ -13,7 +13,13 @@ What a unit sees, and nothing else (no optical reference):
            turn mostly about their flexion axis), refined where a hinge joins two sensors:
            knee and ankle are near-hinges, and Seel's condition |w1 x j1| = |w2 x j2| gives
            their axes in both sensors (the hip's abduction, which tilts a PCA axis, cancels);
-           the pelvis, which turns mostly about the vertical, takes the thighs' mean axis instead
+           the pelvis, which turns mostly about the vertical, takes the thighs' mean axis instead.
+           hinge= "seel" (the default): both axes of each pair fitted freely (4 angles);
+           "seel-level": both held level in the stance (2 angles); "seel-distal" (the lower-body
+           unit's): the proximal axis kept (a thigh's own swing axis, the shank's knee axis),
+           only the distal one fitted, level; "pca": the PCA axes. On the real walk the free
+           fit tilts each thigh's axis 29-38 deg out of level (the thigh's soft tissue breaks
+           the hinge) and turns the right one 37 deg from its swing axis: docs/estimation.md
   sign     y_s and -y_s fit the data alike: each segment's sagittal rate y_s . w correlates
            positively with its shank's (a leg swings together), and a leg's sign makes its knee
            flex positively: knee(t) = integral (y_shank . w_shank - y_thigh . w_thigh) dt from
@@ -72,8 +78,13 @@ def walk_onset(frames, gyro_rad_s=0.5, start=0):
     return None
 
 
+HINGES = ("seel", "seel-level", "seel-distal", "pca")
+
+
 def functional_calibration(skeleton, sensors, still, walk, hinge="seel"):
     """sensors: [{"name", "link" (index)}]; still / walk: readings lists (see module doc)."""
+    if hinge not in HINGES:
+        raise ValueError("functional calibration: hinge %r is not one of %s" % (hinge, ", ".join(HINGES)))
     up_w = -skeleton.gravity / np.linalg.norm(skeleton.gravity)
     links = {s["name"]: skeleton.links[s["link"]].name for s in sensors}
     bias, z_s, Rs0, y_s, method = {}, {}, {}, {}, {}
@@ -99,13 +110,29 @@ def functional_calibration(skeleton, sensors, still, walk, hinge="seel"):
     # velocity orthogonal to the axis is the same on both sides): refine the segments' PCA axes
     # by least squares on that, knee (thigh, shank) then ankle (shank, foot). Unlike the PCA of
     # one segment, this is blind to the hip's abduction, which moves thigh and shank alike.
-    for side in ("lr" if hinge == "seel" else ""):
+    level = hinge == "seel-level"
+    distal = hinge == "seel-distal"
+    for side in ("lr" if hinge in ("seel", "seel-level", "seel-distal") else ""):
         for a, b in (("thigh", "shank"), ("shank", "foot")):
             na = next((n for n, ln in links.items() if ln == side + "_" + a and not n.endswith("_low_imu")), None)
             nb = next((n for n, ln in links.items() if ln == side + "_" + b and not n.endswith("_low_imu")), None)
             if na is None or nb is None:
                 continue
-            j1, j2 = hinge_pair(_gyros(walk, na, bias[na]), _gyros(walk, nb, bias[nb]), y_s[na], y_s[nb])
+            w1, w2 = _gyros(walk, na, bias[na]), _gyros(walk, nb, bias[nb])
+            if distal:
+                # the proximal axis kept (the thigh's own swing axis; the shank's knee axis),
+                # the distal one fitted level to it
+                _, j2 = hinge_pair_level(w1, w2, y_s[na], y_s[nb], z_s[na], z_s[nb], fit_proximal=False)
+                if a == "thigh":
+                    method[nb] = "still+knee hinge (level, to the thigh's axis)"
+                else:
+                    method[nb] = "still+ankle hinge (level, to the shank's axis)"
+                y_s[nb] = j2
+                continue
+            elif level:
+                j1, j2 = hinge_pair_level(w1, w2, y_s[na], y_s[nb], z_s[na], z_s[nb])
+            else:
+                j1, j2 = hinge_pair(w1, w2, y_s[na], y_s[nb])
             if a == "thigh":
                 y_s[na], y_s[nb] = j1, j2
                 method[na] = method[nb] = "still+knee hinge"
@@ -225,6 +252,34 @@ def hinge_pair(w1, w2, j1, j2):
     a, b = _unit(x[0], x[1]), _unit(x[2], x[3])
     # the same line as the starting axes (the cost cannot tell j from -j)
     return (a if a @ j1 >= 0 else -a), (b if b @ j2 >= 0 else -b)
+
+
+def hinge_pair_level(w1, w2, j1, j2, z1, z2, fit_proximal=True):
+    """Seel's hinge condition with both axes held level in the stance: j_k = cos(a_k) e_k +
+    sin(a_k) (z_k x e_k), e_k the start axis made orthogonal to the sensor's up z_k (a straight
+    standing leg's knee axis is horizontal; free, the 4-parameter fit tilts a thigh's axis 30-40
+    deg out of level on the real walk, where the thigh's soft tissue breaks the hinge)."""
+    from scipy.optimize import least_squares
+    ok = np.isfinite(w1).all(1) & np.isfinite(w2).all(1)
+    w1, w2 = w1[ok], w2[ok]
+
+    def basis(j, z):
+        e = j - z * (j @ z)
+        e = e / np.linalg.norm(e)
+        return e, np.cross(z, e)
+    e1, f1 = basis(j1, z1)
+    e2, f2 = basis(j2, z2)
+
+    def res(x):
+        a = np.cos(x[0]) * e1 + np.sin(x[0]) * f1
+        b = np.cos(x[1]) * e2 + np.sin(x[1]) * f2
+        # e_t = |w1 x j1| - |w2 x j2|
+        return np.linalg.norm(np.cross(w1, a), axis=1) - np.linalg.norm(np.cross(w2, b), axis=1)
+    if fit_proximal:
+        x = least_squares(res, [0.0, 0.0]).x
+    else:
+        x = [0.0, least_squares(lambda v: res([0.0, v[0]]), [0.0]).x[0]]
+    return np.cos(x[0]) * e1 + np.sin(x[0]) * f1, np.cos(x[1]) * e2 + np.sin(x[1]) * f2
 
 
 def _rates(walk, name, y, bias):

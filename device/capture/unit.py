@@ -222,6 +222,10 @@ class Unit:
                         "R_nominal": _rpy(s.get("mount_rpy_deg", (0, 0, 0)))} for s in specs]
         self.cal_sensors = cal_sensors
         still_s = (cfg.get("calibration") or {}).get("still_s", 1.0)
+        hinge = (cfg.get("calibration") or {}).get("hinge", "seel")
+        from device.capture.functional import HINGES
+        if hinge not in HINGES:      # refused before anything is captured, not after the stance
+            raise ValueError("unit config: calibration 'hinge' must be one of %s, not %r" % (", ".join(HINGES), hinge))
         self.calibration = StillCalibration(sk, cal_sensors, frames=max(1, int(round(still_s * self.rate_hz))))
         self.calibrated = None
         self._cal_mag = {}                      # name -> mag readings (uT) during calibration
