@@ -233,6 +233,10 @@ class Unit:
         self.branch = None                       # BranchCheck, made at the first use
         self.last_q = sk.home.copy()
         self.last_good_q = sk.home.copy()       # NaN-free: missing rows keep their last value
+        # the compiled kernels load now, before the first frame (device/capture/warmup.py)
+        from device.capture.warmup import warm_up
+        warm_up(sk, [s["name"] for s in cal_sensors], cfg.get("estimator", "ekf"),
+                camera=self.camera is not None, dt_s=self.dt_s)
 
     def _open_camera(self, cam):
         from device.sensors.camera import CameraModel
