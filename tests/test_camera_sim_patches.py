@@ -1,0 +1,38 @@
+"""The camera twin renders only its blobs' patches in floating point, with the same pixels as the
+whole-frame float64 rendering (SimCamera.capture_reference), frame for frame: overlapping
+blobs, blobs cut by the image's edges, occlusion and the noise bank's shifts included."""
+
+import numpy as np
+
+from device.sensors.camera import CameraModel
+from device.sensors.camera_sim import SimCamera
+
+
+def _scene(rng):
+    pts = {}
+    for k in range(40):
+        pts["m%d" % k] = (rng.uniform(-0.3, 0.3), rng.uniform(-1.2, 1.2), rng.uniform(0.0, 1.9))
+    # a cluster (overlapping blobs) and a marker near the edge of the view
+    for k in range(5):
+        pts["c%d" % k] = (0.0, 0.01 * k, 1.0 + 0.005 * k)
+    pts["edge"] = (0.0, 1.45, 0.9)
+    return pts
+
+
+def test_patch_rendering_equals_the_whole_frame_rendering():
+    model = CameraModel.looking_at((3.0, 0.0, 1.0), (0.0, 0.0, 0.9))
+    rng = np.random.default_rng(5)
+    scenes = [_scene(rng) for _ in range(25)]
+    for seed in (1, 2):
+        a = SimCamera(model, scene=iter(scenes).__next__, seed=seed, occlusion=0.2)
+        b = SimCamera(model, scene=iter(scenes).__next__, seed=seed, occlusion=0.2)
+        drawn = 0
+        for _ in scenes:
+            ia, ta = a.capture()
+            ib, tb = b.capture_reference()
+            assert ia.dtype == np.uint8 and ia.shape == (model.height, model.width)
+            np.testing.assert_array_equal(ia, ib)
+            assert a.truth_uv == b.truth_uv and ta == tb
+            drawn += len(a.truth_uv)
+            assert not a._touched.any()                 # the scratch is clean for the next frame
+        assert drawn > 500
