@@ -60,3 +60,24 @@ def test_play_refuses_the_robot_before_opening_a_port(tmp_path, capsys):
     assert main(["play", str(clip), "--port", "/dev/nonexistent-port", "--robot", str(f), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "lower rate_hz to" in err and "nonexistent" not in err
+
+
+def test_a_description_its_driver_refuses_names_the_file_and_the_controller():
+    """The line check builds the driver at load: what the driver refuses (an unknown option,
+    a channel no board has, an unknown controller) is a one-line FormatError naming the file,
+    not a bare ValueError from inside the driver."""
+    with open("%s/khr17-maestro.json" % HERE) as f:
+        base = json.load(f)
+    far = copy.deepcopy(base)
+    far["servos"][0]["id"] = 30                          # one Maestro has channels 0-23
+    cases = ((dict(base, controller_options={"bards": [12]}), "unknown controller option 'bards'"),
+             (far, "maestro channel 30"),
+             (dict(base, controller="maestro2"), "unknown controller 'maestro2'"))
+    for d, what in cases:
+        with pytest.raises(FormatError) as e:
+            Robot(copy.deepcopy(d), "khr.json")
+        msg = str(e.value)
+        assert msg.startswith("khr.json: controller ") and what in msg and "\n" not in msg, msg
+    # on two daisy-chained boards channel 30 is the second board's channel 6
+    far["controller_options"] = {"boards": [12, 13]}
+    assert Robot(far, "khr.json").servos[0].id == 30

@@ -62,13 +62,19 @@ def line_budget(robot):
 
 
 def check_line(robot, where=None):
-    """FormatError when a frame of the robot's commands does not fit its line at rate_hz."""
-    b = line_budget(robot)
+    """FormatError when a frame of the robot's commands does not fit its line at rate_hz, or
+    when its driver refuses the description (an unknown controller or option, a channel no
+    board has): one line naming `where`."""
+    where = where or "robot %s" % robot.name
+    try:
+        b = line_budget(robot)
+    except (ValueError, TypeError) as e:
+        raise FormatError("%s: controller %r: %s" % (where, robot.controller, e)) from None
     if b["fits"] is False:
         raise FormatError(
             "%s: a frame of %d servos is %d bytes on the %s line, %.1f ms at %d baud, more than %d %% "
             "of the %.1f ms period of rate_hz %g: lower rate_hz to %d or less, or raise the baud"
-            % (where or "robot %s" % robot.name, len(robot.servos), b["bytes"], robot.controller,
+            % (where, len(robot.servos), b["bytes"], robot.controller,
                b["line_ms"], b["baud"], round(100 * LINE_SHARE), b["period_ms"], robot.rate_hz,
                int(b["max_rate_hz"])))
     return b
