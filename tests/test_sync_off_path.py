@@ -248,3 +248,44 @@ def test_a_twin_close_charges_the_wait_for_the_sync_under_way():
     clock.t = 0.1
     s.close()
     assert s.done() == 4 and fs.sync_wait_s == pytest.approx(0.2)
+
+
+def test_a_card_pulled_before_close_still_closes_the_unit_and_says_so():
+    """The recording's last sync fails (OSError: the card is gone): close() raises it, after the
+    recording's file, the raw log and the unit (its buses, its threads) are closed."""
+    from device.capture.config import default_config
+    from device.capture.loop import CaptureLoop
+    from device.capture.unit import build_unit
+
+    class PulledCard:
+        closed = pulled = False
+
+        def write(self, b):
+            return len(b)
+
+        def flush(self):
+            pass
+
+        def fileno(self):
+            raise OSError("no descriptor")
+
+        def sync(self):
+            if PulledCard.pulled:
+                raise OSError(19, "No such device")
+
+        def close(self):
+            PulledCard.closed = True
+
+    cfg = default_config(body="humanoid18", chip="mpu6050", estimator="orient")
+    cfg["subject"]["max_s"] = 1.0
+    unit = build_unit(cfg)
+    shut = []
+    unit_close = unit.close
+    unit.close = lambda: (shut.append(1), unit_close())
+    f = PulledCard()
+    loop = CaptureLoop(unit, record=f, own_record=True, sync_s=0.0)     # (its header synced)
+    loop.run(frames=3)
+    PulledCard.pulled = True
+    with pytest.raises(OSError, match="No such device"):
+        loop.close()
+    assert PulledCard.closed and shut == [1]
