@@ -289,3 +289,17 @@ def test_a_card_pulled_before_close_still_closes_the_unit_and_says_so():
     with pytest.raises(OSError, match="No such device"):
         loop.close()
     assert PulledCard.closed and shut == [1]
+
+
+def test_a_thread_syncer_without_a_thread_to_start_syncs_in_place(tmp_path, monkeypatch):
+    import threading
+    path, f = new_recording(str(tmp_path), container.encode_header(HEADER))
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    s = ThreadSyncer(f)
+    assert s.request(5) and s.done() == 5          # done in place, not "under way" for ever
+    assert s.request(9) and s.done() == 9
+    s.close()
+    f.close()

@@ -80,7 +80,12 @@ class ThreadSyncer:
             self._busy = True
             t = self._thread = threading.Thread(target=self._run, args=(int(frames),),
                                                 name="recorder-fsync", daemon=True)
-        t.start()
+        try:
+            t.start()
+        except RuntimeError:
+            # no thread to be had (the process is at its limit): this sync waits, as before
+            self._thread = None
+            self._run(int(frames))
         return True
 
     def done(self):
