@@ -141,6 +141,16 @@ def test_a_request_names_the_missing_parts_and_only_those_are_resent():
     assert ls.counts()["parts_resent"] == 2
 
 
+class _NullPort:
+    """A line that takes every byte and never answers."""
+
+    def write(self, b):
+        return len(b)
+
+    def read(self, n):
+        return b""
+
+
 def test_a_scheduled_repeat_goes_behind_the_frames_never_ahead():
     """The header repeats every second, trickled one part behind each frame: a frame never waits
     behind it in the driver's queue (it waited behind the whole header, ~100 ms a second at
@@ -150,15 +160,8 @@ def test_a_scheduled_repeat_goes_behind_the_frames_never_ahead():
     from device.capture.loop import make_header
     from device.servo.linkstream import LinkStreamer
 
-    class Port:
-        def write(self, b):
-            return len(b)
-
-        def read(self, n):
-            return b""
-
     t = [0.0]
-    ls = LinkStreamer(Port(), make_header(human_model(), 30.0), 8, baud=115200, clock=lambda: t[0])
+    ls = LinkStreamer(_NullPort(), make_header(human_model(), 30.0), 8, baud=115200, clock=lambda: t[0])
     s = ls.sender
     delays = []
     for k in range(300):                                 # 10 s at 30 Hz
@@ -173,3 +176,25 @@ def test_a_scheduled_repeat_goes_behind_the_frames_never_ahead():
     assert len(delays) >= 265
     # a frame starts on a line that is idle, or behind at most one header part (~85 B: 7.4 ms)
     assert max(delays) < 0.008
+
+
+def test_on_a_slow_line_the_scheduled_repeats_take_at_most_a_fifth_of_it():
+    """At 9600 baud a 64-row 16-bit header is ~1.1 s of line: repeated every second it took the
+    whole line and 44 of 48 frames (4 Hz, 160 B each, 67 % of the line) were skipped. Its
+    repeats now come every header line time / HEADER_SHARE (at 115200 baud: still every
+    second), and a receiver that lacks it still gets it at once when it asks."""
+    from device.servo.linkstream import HEADER_SHARE, LinkStreamer
+    rows = [{"name": "row_%02d" % i, "unit": "deg", "lo": -180, "hi": 180} for i in range(64)]
+    h = staffheader.make(rows=rows, fps=4.0, bits=16)
+
+    t = [0.0]
+    ls = LinkStreamer(_NullPort(), h, 16, baud=9600, clock=lambda: t[0])
+    hdr_s = sum(pk.HEAD_SIZE + 10 + len(x) + pk.CRC_SIZE + 4 for x in ls._tails) / 960.0
+    assert hdr_s > 1.0 and abs(ls.repeat_s - hdr_s / HEADER_SHARE) < 1e-9
+    for k in range(48):                                   # 12 s at 4 Hz
+        t[0] = k / 4.0
+        ls.frame([k % 256] * 64, t[0])
+    c = ls.counts()
+    assert c["header_repeats"] == 1 + int(11.75 // ls.repeat_s)
+    assert c["frames_skipped"] <= 26 and c["frames_sent"] >= 22
+    assert LinkStreamer(_NullPort(), h, 16, baud=115200, clock=lambda: 0.0).repeat_s == 1.0

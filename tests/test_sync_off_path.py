@@ -183,3 +183,123 @@ def test_thread_syncer_reports_a_failing_card():
 def test_an_in_memory_buffer_has_no_syncer():
     import io
     assert make_syncer(io.BytesIO(), None) is None
+
+
+def test_a_sync_that_raises_anything_is_reported_and_never_stays_under_way():
+    """A file object whose sync raises something other than OSError (a wrapper's bug, a
+    PowerCut of the twin): the writer hears it as an OSError, close() does not hang waiting for
+    a sync that died, and the next sync can start."""
+    class Odd:
+        calls = 0
+
+        def fileno(self):
+            raise OSError("no descriptor")
+
+        def sync(self):
+            Odd.calls += 1
+            if Odd.calls == 1:
+                raise RuntimeError("wrapper bug")
+
+    s = ThreadSyncer(Odd())
+    assert s.request(10)
+    with pytest.raises(OSError, match="recording: fsync failed: wrapper bug"):
+        s.close()
+    assert s.request(20)                       # not stuck "under way"
+    s.close()
+    assert s.done() == 20 and s.syncs == 1
+
+
+def test_a_thread_syncer_holds_no_thread_while_idle(tmp_path):
+    """No thread outlives its sync: a writer (or capture loop) never closed leaks no thread."""
+    import threading
+    path, f = new_recording(str(tmp_path), container.encode_header(HEADER))
+    n0 = threading.active_count()
+    s = ThreadSyncer(f)
+    assert threading.active_count() == n0
+    assert s.request(3)
+    s.close()
+    assert threading.active_count() == n0 and s.done() == 3
+    f.close()
+
+
+def test_a_twin_sync_settled_by_another_files_call_is_still_reported():
+    fs = SimStorage(seed=5, sync_latency=lambda rng: 0.1)
+    fs.makedirs("rec")
+    clock = _Clock()
+    a, b = fs.open_new("rec/a.msr"), fs.open_new("rec/b.msr")
+    sa, sb = TwinSyncer(a, clock.now), TwinSyncer(b, clock.now)
+    a.write(b"x" * 10)
+    assert sa.request(7)
+    clock.t = 0.5
+    b.write(b"y")
+    assert sb.request(1)                       # settles a's sync (its time came at 0.1 s)
+    assert a.pending is None and bytes(a.m.synced) == b"x" * 10
+    assert sa.done() == 7 and sa.syncs == 1
+
+
+def test_a_twin_close_charges_the_wait_for_the_sync_under_way():
+    fs = SimStorage(seed=5, sync_latency=lambda rng: 0.3)
+    fs.makedirs("rec")
+    clock = _Clock()
+    f = fs.open_new("rec/a.msr")
+    s = TwinSyncer(f, clock.now)
+    f.write(b"x" * 10)
+    assert s.request(4)
+    clock.t = 0.1
+    s.close()
+    assert s.done() == 4 and fs.sync_wait_s == pytest.approx(0.2)
+
+
+def test_a_card_pulled_before_close_still_closes_the_unit_and_says_so():
+    """The recording's last sync fails (OSError: the card is gone): close() raises it, after the
+    recording's file, the raw log and the unit (its buses, its threads) are closed."""
+    from device.capture.config import default_config
+    from device.capture.loop import CaptureLoop
+    from device.capture.unit import build_unit
+
+    class PulledCard:
+        closed = pulled = False
+
+        def write(self, b):
+            return len(b)
+
+        def flush(self):
+            pass
+
+        def fileno(self):
+            raise OSError("no descriptor")
+
+        def sync(self):
+            if PulledCard.pulled:
+                raise OSError(19, "No such device")
+
+        def close(self):
+            PulledCard.closed = True
+
+    cfg = default_config(body="humanoid18", chip="mpu6050", estimator="orient")
+    cfg["subject"]["max_s"] = 1.0
+    unit = build_unit(cfg)
+    shut = []
+    unit_close = unit.close
+    unit.close = lambda: (shut.append(1), unit_close())
+    f = PulledCard()
+    loop = CaptureLoop(unit, record=f, own_record=True, sync_s=0.0)     # (its header synced)
+    loop.run(frames=3)
+    PulledCard.pulled = True
+    with pytest.raises(OSError, match="No such device"):
+        loop.close()
+    assert PulledCard.closed and shut == [1]
+
+
+def test_a_thread_syncer_without_a_thread_to_start_syncs_in_place(tmp_path, monkeypatch):
+    import threading
+    path, f = new_recording(str(tmp_path), container.encode_header(HEADER))
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    s = ThreadSyncer(f)
+    assert s.request(5) and s.done() == 5          # done in place, not "under way" for ever
+    assert s.request(9) and s.done() == 9
+    s.close()
+    f.close()

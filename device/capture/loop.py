@@ -241,13 +241,19 @@ class CaptureLoop:
                 out.close()
             except Exception:
                 self.output_errors += 1
-        if self.writer is not None:
-            self.writer.close()
-        if self._record_file is not None:
-            self._record_file.close()
-        if self.raw_log is not None:
-            self.raw_log.close()
-        self.unit.close()
+        # each released even when one before it fails (a card pulled mid-run: the recording's
+        # last sync raises OSError; the buses and the unit's threads are closed all the same),
+        # the first failure raised after
+        first = None
+        for part in (self.writer, self._record_file, self.raw_log, self.unit):
+            if part is None:
+                continue
+            try:
+                part.close()
+            except Exception as e:
+                first = first or e
+        if first is not None:
+            raise first
 
     def truth_values(self):
         """(F, ndof) true joint values, one row per captured frame (simulated subject only)."""

@@ -6,11 +6,11 @@
 
 A UART carries 10 bits a byte (8N1: start, 8 data, stop) at the robot's baud (its controller's
 default when the description gives none): a frame of commands for every servo (the driver's
-own bytes: encode_positions of each servo at its home position) takes bytes x 10 / baud on the
-wire. The player sends one every 1 / rate_hz; what does not fit queues in the adapter's buffer
-and every frame after it is later than the one before, until the buffer is full and writes
-block (the twin of the line, device/servo/paced.py, skips such frames whole; a real driver
-stalls the player). A frame fits when its line time is at most LINE_SHARE of the period: the
+own bytes: encode_positions, the longest of the frames with every servo at home, at its min and
+at its max) takes bytes x 10 / baud on the wire. The player sends one every 1 / rate_hz; what
+does not fit queues in the adapter's buffer and every frame after it is later than the one
+before, until the buffer is full and writes block (the twin of the line, device/servo/paced.py,
+skips such frames whole; a real driver stalls the player). A frame fits when its line time is at most LINE_SHARE of the period: the
 rest is for the controller's replies (torque, watchdog, present position) and the USB serial
 adapter's latency timer (an FT232R's default is 16 ms; 1 ms when set low). An I2C controller
 (PCA9685) is not a UART: its bus time is the I2C budget's, not this one's.
@@ -37,11 +37,14 @@ def frame_bytes(robot):
     if robot.controller == "pca9685":
         return None
     drv = driver_class(robot.controller)(_NullPort(), **driver_options(robot.controller, robot.options))
-    cmds = [(s.id, s.to_units(s.home_deg)) for s in robot.servos]
+    # the longest frame: every servo at home, at its min, at its max (an ASCII protocol's
+    # positions have as many bytes as digits: the SSC-32's P900 is a byte shorter than P2500)
+    frames = [[(s.id, s.to_units(s.home_deg)) for s in robot.servos],
+              [(s.id, s.min) for s in robot.servos], [(s.id, s.max) for s in robot.servos]]
     try:
-        return len(drv.encode_positions(cmds))
+        return max(len(drv.encode_positions(cmds)) for cmds in frames)
     except NotImplementedError:
-        return drv.frame_bytes(len(cmds))
+        return drv.frame_bytes(len(robot.servos))
 
 
 def line_budget(robot):
@@ -62,13 +65,19 @@ def line_budget(robot):
 
 
 def check_line(robot, where=None):
-    """FormatError when a frame of the robot's commands does not fit its line at rate_hz."""
-    b = line_budget(robot)
+    """FormatError when a frame of the robot's commands does not fit its line at rate_hz, or
+    when its driver refuses the description (an unknown controller or option, a channel no
+    board has): one line naming `where`."""
+    where = where or "robot %s" % robot.name
+    try:
+        b = line_budget(robot)
+    except (ValueError, TypeError) as e:
+        raise FormatError("%s: controller %r: %s" % (where, robot.controller, e)) from None
     if b["fits"] is False:
         raise FormatError(
             "%s: a frame of %d servos is %d bytes on the %s line, %.1f ms at %d baud, more than %d %% "
             "of the %.1f ms period of rate_hz %g: lower rate_hz to %d or less, or raise the baud"
-            % (where or "robot %s" % robot.name, len(robot.servos), b["bytes"], robot.controller,
+            % (where, len(robot.servos), b["bytes"], robot.controller,
                b["line_ms"], b["baud"], round(100 * LINE_SHARE), b["period_ms"], robot.rate_hz,
                int(b["max_rate_hz"])))
     return b

@@ -7,7 +7,8 @@ paced to the baud rate (device/servo/paced.py). Used by capture's PacketOutput a
     ls.counts()                    # frames_sent, frames_skipped, header_repeats, header_requests, ...
 
 Wire: protocol/packets.py. HELLO and the link header (protocol/linkheader.py, cut into parts of
-part_bytes so frames interleave) go first, then again every header_every_s, and at once when
+part_bytes so frames interleave) go first, then again every header_every_s (longer on a slow
+line: the repeats take at most HEADER_SHARE of it, repeat_s), and at once when
 the receiver asks (a REQUEST, or a HEARTBEAT naming another header id than ours, e.g. 0 after
 a reset). Frames are stamped with their capture time t_s (24-bit microseconds). record=True
 keeps (seq, time_us) -> codes of every frame sent (the truth a test checks a receiver against)
@@ -17,6 +18,9 @@ and -> (first, end) byte offsets in the written stream (to tell which frames lin
 from protocol import linkheader, packets as pk
 from protocol.errors import FormatError
 from device.servo.paced import PacedSender, default_clock
+
+
+HEADER_SHARE = 0.2      # the most of the line's time the scheduled header repeats take
 
 
 class LinkStreamer:
@@ -63,6 +67,12 @@ class LinkStreamer:
         self.bits = bits
         room = max(1, min(self.part_bytes, pk.MAX_PAYLOAD - pk.BY_NAME["HEADER"].size))
         self._tails = [self.blob[i:i + room] for i in range(0, len(self.blob), room)]
+        # the scheduled repeat takes at most HEADER_SHARE of the line: its period is
+        # header_every_s, or the header's line time / HEADER_SHARE when that is longer (at 9600
+        # baud a 64-row header is ~1.1 s of line: repeated every second it left no room for
+        # frames); a receiver that lacks it asks (REQUEST, HEARTBEAT), and that goes at once
+        line_s = sum(pk.HEAD_SIZE + 10 + len(t) + pk.CRC_SIZE + 4 for t in self._tails) / self.sender.bytes_per_s
+        self.repeat_s = max(self.header_every_s or 0.0, line_s / HEADER_SHARE) if self.header_every_s else 0.0
         # the budget holds the whole header and two frames behind it (never above the buffer)
         frame_max = 24 + self.nrows * (self.bits // 8) + self.nrows // 8
         need = len(self.blob) + 30 * (len(self._tails) + 1) + 2 * frame_max
@@ -186,10 +196,10 @@ class LinkStreamer:
         # a clock that stepped back (an injected clock, a wrapped tick count): the marks follow
         # it, so the repeats and heartbeats go on at their period instead of stopping
         if now < self._last_header:
-            self._last_header = now - self.header_every_s
+            self._last_header = now - self.repeat_s
         if self._last_hb is not None and now < self._last_hb:
             self._last_hb = None
-        if self.header_every_s and now - self._last_header >= self.header_every_s:
+        if self.repeat_s and now - self._last_header >= self.repeat_s:
             self._due_header()
         # a full line never starves the repeat: past 0.25 s its parts go ahead of the frames one
         # at a time, each within the frames' max_delay_s of queued line time (a frame that would
