@@ -151,7 +151,7 @@ class Writer:
         self.frames_synced = 0       # frames in blocks on the medium (after a sync)
         self.frames_requested = 0    # frames covered by the last sync asked of the syncer
         self.max_frames_at_risk = 0
-        self.syncer = syncer
+        self.syncer = None if fsync else syncer     # fsync=True: every block synced, in place
         self.syncs = 0
         self.bytes_written = 0
         self._pending = bytearray()

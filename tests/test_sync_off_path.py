@@ -303,3 +303,16 @@ def test_a_thread_syncer_without_a_thread_to_start_syncs_in_place(tmp_path, monk
     assert s.request(9) and s.done() == 9
     s.close()
     f.close()
+
+
+def test_fsync_true_syncs_every_block_in_place_even_with_a_syncer():
+    fs = SimStorage(seed=4, sync_latency=lambda rng: 0.1)
+    fs.makedirs("rec")
+    fs.sync_dir("")
+    clock = _Clock()
+    path, f = new_recording("rec", container.encode_header(HEADER), fs, boot="0badc0de")
+    w = container.Writer(f, HEADER, fsync=True, write_header=False, syncer=make_syncer(f, clock.now))
+    assert w.syncer is None
+    for k in range(5):
+        w.write_frame(_frame(k), t_ms=k * 33)
+        assert w.frames_synced == k + 1 and w.frames_at_risk == 0

@@ -50,7 +50,6 @@ class OrientationIKBatch:
         other = copy.copy(self)
         other.qp = self.model.to_si(np.atleast_2d(np.asarray(q_prior_dof, float)))
         other.Rt = None
-        other.__dict__.pop("_numba_arrays", None)
         return other
 
     def set_orientations(self, Rt):
