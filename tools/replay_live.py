@@ -8,8 +8,8 @@ clock, as `motionstaff demo` does, without the capture, the pty or the GIF.
     from tools.replay_live import replay
     rep = replay(staff)            # fell, fall_time_s, pose_error_deg, foot_slip_mm, ...
 
-The line's own timing (115200 baud, the serial twin's buffer) is not simulated here: every frame
-arrives within its frame period (the demo's line delivers it within a quarter period).
+The line is paced as the demo's serial twin paces it (115200 baud, bytes leave a FIFO in their
+wire time); line faults and the pty are not modelled.
 """
 
 import argparse
@@ -26,14 +26,20 @@ LINE_STEPS = 4          # as host/demo/pipeline.py: the robot acts this many tim
 
 
 class _Line:
-    """A port that keeps what is written, for the robot end to read."""
+    """The serial line as device/servo/emulate/serialtwin.py paces it: what is written waits in
+    a FIFO and leaves at baud / 10 bytes per second of the clock (take() at each robot step)."""
 
-    def __init__(self):
-        self.buf = bytearray()
+    def __init__(self, clock, baud=115200):
+        self.clock = clock
+        self.bytes_per_s = baud / 10.0
+        self.fifo = bytearray()
+        self.new = bytearray()
+        self.credit = 0.0
+        self.t = None
         self.in_waiting = 0
 
     def write(self, b):
-        self.buf += bytes(b)
+        self.new += bytes(b)
         return len(b)
 
     def flush(self):
@@ -43,7 +49,19 @@ class _Line:
         return b""
 
     def take(self):
-        out, self.buf = bytes(self.buf), bytearray()
+        now = self.clock()
+        dt = 0.0 if self.t is None or now < self.t else now - self.t
+        self.t = now
+        # what the line carried since the last step, then what was written joins the FIFO
+        self.credit += dt * self.bytes_per_s
+        n = min(len(self.fifo), int(self.credit))
+        self.credit -= n
+        if not self.fifo:
+            self.credit = 0.0
+        out = bytes(self.fifo[:n])
+        del self.fifo[:n]
+        self.fifo += self.new
+        self.new = bytearray()
         return out
 
 
@@ -70,7 +88,7 @@ def replay(staff, robot="op3-dynamixel", seed=0, settle_s=0.5, max_s=None, imu=T
     clock = lambda: sim[0]
     fps = float(staff.fps)
     end = TwinEnd(robot, clock, seed=seed, fps=fps, imu=imu)
-    line = _Line()
+    line = _Line(clock)
     link = LinkStreamer(line, staff.header(), staff.bits, clock=clock)
     F = staff.frames if max_s is None else min(staff.frames, int(round(max_s * fps)))
     codes, miss = staff.codes()

@@ -39,6 +39,8 @@ LIVE_COM_COST = 300.0
 # live path was measured with both arm segments weighted alike, at full speed (4x on the upper
 # arm and half speed tipped the OP3 twin over on that clip; the offline weights were not tried live)
 LIVE_FOREARM_WEIGHT = 1.0
+# the standing legs' segments follow the person this weakly (offline pose.py: 0.2)
+LIVE_STANCE_LEG_WEIGHT = 0.2
 
 
 # a lift the person holds this long moves the robot's weight (measured on the demo's 131_03
@@ -46,6 +48,7 @@ LIVE_FOREARM_WEIGHT = 1.0
 LIFT_COMMIT_S = 0.3
 SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
 MIN_HEIGHT = 0.7       # the hips no lower than this fraction of their standing height
+TICK_S = 0.005         # the IMU feedback between frames at most this often (the bridge's poll rate)
 TRUNK_ROLL_DEG = 25.0  # live, the torso leans sideways at most this far
 TRUNK_TAU_S = 0.2      # and follows the person's trunk through a first-order lag (a bow taken
                        # at the dancer's speed rocked the OP3 over its heels)
@@ -111,13 +114,16 @@ class LiveRetargeter:
                                       self._swing["r"], iterations, collisions, self._height,
                                       converge_first=False, weights=(self._u, self._w), frames=1 << 62,
                                       com_cost=LIVE_COM_COST, upper_arm_weight=1.0,
-                                      forearm_weight=LIVE_FOREARM_WEIGHT, arm_vel_scale=1.0)
+                                      forearm_weight=LIVE_FOREARM_WEIGHT, arm_vel_scale=1.0,
+                                      stance_leg_weight=LIVE_STANCE_LEG_WEIGHT)
         self._u_lin = 0.0            # the weight's ramp, linear in time (u = its cosine blend)
         self._settled_s = 0.0
         self._swung = {"l": False, "r": False}
         self._seen = {"l": True, "r": True}
         self._since = {"l": 0.0, "r": 0.0}
         self._lim = None
+        self._plan = None
+        self._tick_at = None
         self._el = {"l_foot": [], "r_foot": []}
         self._floor = None
         self._stand_z = None
@@ -256,17 +262,33 @@ class LiveRetargeter:
             stand = [np.array([not self._swing[s].v]) for s in "lr"]
             deg = deg + body.to_servo_deg(pose._sag(body, q[None], stand[0], stand[1]))
         deg = deg[0]
-        if self.stabiliser is not None:
-            g, w = self.imu()
-            deg = deg + body.to_servo_deg(self.stabiliser.correct(
-                q, g, w, {s: not self._swing[s].v for s in "lr"}))
         if self._lim is None:
             from device.servo.limiter import Limiter
             self._lim = Limiter(body.servos, start_deg=list(body.home_deg))
-        out = self._lim.step(list(deg), 0.0 if self.frames == 0 else dt)
+        self._plan = np.array(self._lim.step(list(deg), 0.0 if self.frames == 0 else dt))
+        out = self._stabilised()
         self._errors(out, q)
         self.frames += 1
         return out
+
+    def _stabilised(self):
+        """The last plan plus the IMU feedback now (within the joint limits)."""
+        if self.stabiliser is None:
+            return list(self._plan)
+        g, w = self.imu()
+        dq = self.stabiliser.correct(self.q, g, w, {s: not self._swing[s].v for s in "lr"})
+        return list(np.clip(self._plan + self.body.to_servo_deg(dq), self.body.lo_deg, self.body.hi_deg))
+
+    def tick(self, now_s):
+        """Between frames, the robot's own balance loop (LinkBridge.poll calls it at its rate):
+        the last frame's plan with the IMU feedback of now, or None (no IMU, no frame yet, or
+        less than TICK_S since the last)."""
+        if self.stabiliser is None or self._plan is None:
+            return None
+        if self._tick_at is not None and now_s - self._tick_at < TICK_S - 1e-9:
+            return None
+        self._tick_at = now_s
+        return self._stabilised()
 
     def _errors(self, deg, q):
         R = pose.robot_directions(self.body, np.asarray(deg)[None], q[None, :7] if self.body.floating else None)

@@ -21,17 +21,19 @@ x_cp / h = delta + omega / w0 (w0 = sqrt(g / h)).
     dq     = argmin |J_rel dq - r|                 (2 joints, 3 rows: least squares)
     |dq| <= MAX_DEG per joint
 
-The gains are low on purpose: the loop closes once per frame (30 Hz on the demo's link) through
-position servos that lag, and measured in the twin KP 1.0 fell on 5 of 6 replays of the demo's
-clip where KP 0.4, KD 0.02 s fell on none (docs/robots.md). The opposite sign (pressing the sole
-flat, the foot turned against delta) tipped the twin over within 1 s.
+It runs each frame and, between frames, at the bridge's poll rate (LiveRetargeter.tick: the
+demo's robot end polls 4 times a frame, 120 Hz), so a frame late behind the link's header repeat
+(up to 0.14 s on the demo's line) leaves the balance running. Measured in the twin on 14 replays
+of the demo's clip (docs/robots.md): KP 0.8 with KD 0.10-0.13 s fell on none, KD 0.07 on 2, KP
+1.2 / KD 0.12 on 1; closed only once per frame (30 Hz), KP 0.8 / KD 0.12 fell on 5 of 6 and
+KP 0.4 / KD 0.02 was the best found. The opposite sign (pressing the sole flat, the foot turned
+against delta) tipped the twin over within 1 s.
 """
 
 import numpy as np
 
-KP = 0.4              # of the tilt error turned back at the ankles
-KD_S = 0.02           # rate gain, seconds (1 / w0 of the OP3 as a pendulum is 0.14 s: too much
-                      # through a 30 Hz loop and lagging servos)
+KP = 0.8              # of the tilt error turned back at the ankles
+KD_S = 0.12           # rate gain, seconds (1 / w0 of the OP3 as a pendulum: 0.14 s)
 MAX_DEG = 12.0        # a correction never beyond this per ankle joint
 
 
