@@ -77,12 +77,12 @@ def test_the_demos_estimate_that_tipped_the_old_live_balance_stands():
     assert not rep["fell"] and rep["foot_slip_mm"] < 5.0           # (measured 4.78 mm)
     rep = replay(noisy(est, 1, seed=3), max_s=8.0)
     assert not rep["fell"] and rep["foot_slip_mm"] < 8.0           # (measured 5.89 mm)
-    old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S)
+    old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M)
     try:
-        live.LIFT_COMMIT_S, live.TRUNK_TAU_S = 0.0, 0.0
+        live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M = 0.0, 0.0, None
         rep0 = replay(est, max_s=8.0, imu=False)
     finally:
-        live.LIFT_COMMIT_S, live.TRUNK_TAU_S = old
+        live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M = old
     assert rep0["fell"] and 6.0 < rep0["fall_time_s"] < 7.0
 
 

@@ -46,6 +46,9 @@ LIVE_STANCE_LEG_WEIGHT = 0.2
 # a lift the person holds this long moves the robot's weight (measured on the demo's 131_03
 # replays, tools/replay_live.py: at 0 the weight swayed after every dance step, 0.3-0.4 stand)
 LIFT_COMMIT_S = 0.3
+# a swing foot stays this close to where it stood, horizontally (None: no bound); following a
+# lunge 0.2 m forward dropped the hips over the stance knee (05_20-mb fell at 9.6 s)
+SWING_REACH_M = 0.05
 SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
 MIN_HEIGHT = 0.7       # the hips no lower than this fraction of their standing height
 TICK_S = 0.005         # the IMU feedback between frames at most this often (the bridge's poll rate)
@@ -115,7 +118,8 @@ class LiveRetargeter:
                                       converge_first=False, weights=(self._u, self._w), frames=1 << 62,
                                       com_cost=LIVE_COM_COST, upper_arm_weight=1.0,
                                       forearm_weight=LIVE_FOREARM_WEIGHT, arm_vel_scale=1.0,
-                                      stance_leg_weight=LIVE_STANCE_LEG_WEIGHT)
+                                      stance_leg_weight=LIVE_STANCE_LEG_WEIGHT,
+                                      swing_reach_m=SWING_REACH_M)
         self._u_lin = 0.0            # the weight's ramp, linear in time (u = its cosine blend)
         self._settled_s = 0.0
         self._swung = {"l": False, "r": False}
