@@ -130,3 +130,25 @@ def test_settle_runs_the_home_move_to_its_end_on_the_clock():
     p.settle()
     assert p.limiter.at([s.home_deg for s in robot.servos], 0.01)
     _check(robot, drv)
+
+
+def test_update_between_frames_is_limited_and_leaves_the_failsafe_alone():
+    """Player.update (a robot's own balance loop between frames): through the same limiter, no
+    frame (the failsafe's timeout runs on), nothing sent while the failsafe is engaged."""
+    robot = load_robot("op3-dynamixel")
+    clock = _Clock()
+    drv = _Rec(clock)
+    names = [s.name for s in robot.servos]
+    p = Player(robot, drv, row_names=names, mapping="servo", clock=clock, sleep=lambda d: None)
+    p.start()
+    assert p.update([0.0] * len(names)) is not None        # (the ramp's pose)
+    p.send_frame([s.home_deg for s in robot.servos], 0.0)
+    frames = p.stats["frames"]
+    for k in range(1, 40):
+        clock.t = 0.01 * k
+        p.update([1e6] * len(names))                        # absurd: the limiter bounds it
+        p.poll()
+    assert p.stats["frames"] == frames and p.in_failsafe   # 0.39 s of updates fed no timeout
+    n = len(drv.sent)
+    assert p.update([0.0] * len(names)) is None and len(drv.sent) == n
+    _check(robot, drv)

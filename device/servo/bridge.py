@@ -148,6 +148,13 @@ class LinkBridge:
         on = self.player.poll()
         if on and not was:
             self.counts["failsafe_engaged"] += 1
+        # a retargeter with its own control loop (the live balance's IMU feedback) updates the
+        # servos between frames; the limiter stays the last word, the failsafe is left alone
+        tick = getattr(self.retargeter, "tick", None)
+        if tick is not None and not on:
+            values = tick(self.clock())
+            if values is not None:
+                self.player.update(values)
         return on
 
     def close(self):

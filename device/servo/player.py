@@ -136,6 +136,14 @@ class Player:
         self.stats["frames"] += 1
         return self._command(self.targets(values))
 
+    def update(self, values):
+        """A correction between frames (a robot's own balance loop, e.g. host/retarget/live.py
+        tick): through the same limiter, but no frame: it neither feeds the failsafe's timeout
+        nor releases it (None, nothing sent, while it is engaged)."""
+        if self.rows is None or self.in_failsafe:
+            return None
+        return self._command(self.targets(values))
+
     def ramp_to(self, values, timeout_s=30.0, tol_deg=0.5):
         """Move slowly (ramp max_vel_dps) from the limiter's pose to the frame's targets."""
         tg = self.targets(values)

@@ -18,11 +18,11 @@ joint for joint with the description's row map (on a humanoid: what that does to
 
 import numpy as np
 
-from host.physics.simulate import FALL_HEIGHT_FRAC, FALL_TILT_DEG, Run
+from host.physics.simulate import FALL_HEIGHT_FRAC, FALL_TILT_DEG, FootSlip, Run
 
 
 class TwinEnd:
-    def __init__(self, robot_name, clock, seed=0, mapping="pose", fps=30.0):
+    def __init__(self, robot_name, clock, seed=0, mapping="pose", fps=30.0, imu=True):
         from device.servo.bridge import LinkBridge
         from device.servo.drivers import open_driver
         from device.servo.emulate import make_emulator
@@ -45,13 +45,17 @@ class TwinEnd:
             from host.retarget.live import LiveRetargeter
 
             def retarget(names):
-                self.retargeter = LiveRetargeter(robot_name, names, fps=fps)
+                # the robot's own IMU (the twin's torso) feeds the live balance
+                self.retargeter = LiveRetargeter(robot_name, names, fps=fps,
+                                                 imu=self.twin.imu if imu else None)
                 return self.retargeter
         self.bridge = LinkBridge(desc, self.driver, clock=clock,
                                  mapping=None if mapping == "pose" else mapping, retarget=retarget)
         self.run = Run()
         self.run.robot = rm
         self.fall_s = None
+        self.slip = FootSlip(self.twin) if rm.humanoid else None
+        self.selfc = 0
         self.t0 = clock()
 
     def step(self, data):
@@ -68,12 +72,18 @@ class TwinEnd:
         if self.fall_s is None and (tw.torso_height_m() < FALL_HEIGHT_FRAC * tw.rm.standing_height_m
                                     or tw.tilt_deg() > FALL_TILT_DEG):
             self.fall_s = t
+        selfc, feet = tw.contacts()
+        self.selfc += bool(selfc)
+        if self.slip is not None and self.fall_s is None:
+            self.slip.observe(feet)             # (until a fall: a body on the floor slides)
 
     def summary(self):
         b = self.bridge
         return {"robot": self.twin.rm.name, "frames_sampled": len(self.run.times_s),
                 "sim_s": round(self.twin.time_s, 3), "fell": self.fall_s is not None,
-                "fall_time_s": self.fall_s, "bridge": dict(getattr(b, "counts", {})),
+                "fall_time_s": self.fall_s, "self_collision_frames": self.selfc,
+                "foot_slip_mm": None if self.slip is None else round(1000.0 * self.slip.slip_m, 2),
+                "bridge": dict(getattr(b, "counts", {})),
                 "torque_saturated_frac": round(self.twin.sat_steps / float(max(1, self.twin.on_steps)), 5),
                 "mapping": "pose" if self.mapping == "pose" else
                 getattr(self.twin.rm.description, "mapping_used", None),

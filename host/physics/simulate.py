@@ -66,6 +66,25 @@ def _feet_xy(twin):
     return out
 
 
+class FootSlip:
+    """Stance-foot slip: a foot's largest horizontal travel from where it touched down, while it
+    stays on the floor (metres). observe(feet) once per frame with twin.contacts()'s feet."""
+
+    def __init__(self, twin):
+        self.twin = twin
+        self.touch = {}
+        self.slip_m = 0.0
+
+    def observe(self, feet):
+        xy = _feet_xy(self.twin)
+        for side, on in feet.items():
+            if on:
+                p0 = self.touch.setdefault(side, xy[side])
+                self.slip_m = max(self.slip_m, float(np.hypot(*(xy[side] - p0))))
+            else:
+                self.touch.pop(side, None)
+
+
 def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, settle_s=0.5,
                    record=False, retargeted=None):
     """Play staff on the robot's twin; a Run with .report (and per frame recordings)."""
@@ -98,8 +117,8 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     run.robot, run.staff = rm, played
     driven = sorted(set(si for si, _, _, _ in player.rows))
     stand_h = rm.standing_height_m
-    st = {"fall": None, "selfc": 0, "sat0": None, "t0": None, "last_cmd": None, "err2": 0.0, "nerr": 0,
-          "touch": {}, "slip_m": 0.0}
+    st = {"fall": None, "selfc": 0, "sat0": None, "t0": None, "last_cmd": None, "err2": 0.0, "nerr": 0}
+    slip = FootSlip(twin)
 
     def observe(t_rel):
         # fall: torso below 0.6 of standing or tilted past 45 deg
@@ -110,13 +129,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         if selfc:
             st["selfc"] += 1
         if rm.humanoid:
-            xy = _feet_xy(twin)
-            for side, on in feet.items():
-                if on:
-                    p0 = st["touch"].setdefault(side, xy[side])
-                    st["slip_m"] = max(st["slip_m"], float(np.hypot(*(xy[side] - p0))))
-                else:
-                    st["touch"].pop(side, None)
+            slip.observe(feet)
         return feet
 
     def on_frame(k, column):
@@ -166,7 +179,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         "tracking_rms_deg": round(math.sqrt(st["err2"] / st["nerr"]), 3) if st["nerr"] else None,
         "pose_error_deg": None if res is None or res.pose_error_deg is None else round(float(res.pose_error_deg), 3),
         "torque_saturated_frac": round(sat_steps / float(on_steps), 5) if on_steps else 0.0,
-        "foot_slip_mm": round(1000.0 * st["slip_m"], 2) if rm.humanoid else None,
+        "foot_slip_mm": round(1000.0 * slip.slip_m, 2) if rm.humanoid else None,
         "retimed": 1.0 if res is None else float(res.retimed),
         "infeasible": [] if res is None else [list(x) for x in res.infeasible],
         "mapping": "pose" if res is not None else getattr(desc, "mapping_used", None),

@@ -57,6 +57,7 @@ class Twin:
             rad_per_unit = math.radians(rm.sign[s.name] / (s.direction * s.units_per_deg))
             self._conv[s.id] = (k, rad_per_unit, s.neutral, s.units_per_deg * 180.0 / math.pi)
         rng = np.random.default_rng(seed)
+        self._imu_rng = np.random.default_rng([seed, 1])
         d = self.data
         d.qpos[:] = self.model.qpos0
         if rm.floating:
@@ -181,6 +182,19 @@ class Twin:
 
     def setpoint_deg(self):
         return self.rm.servo_deg(np.degrees(self.bank.setpoint))
+
+    def imu(self):
+        """The robot's own IMU on its torso (OP3: the OpenCR board's MPU9250 in the body):
+        (gravity direction in the torso frame, unit (3,), angular rate in the torso frame rad/s
+        (3,)), as the board's fused output gives them (roll and pitch; the heading drifts on a
+        real IMU and is not given). Seeded noise: 0.2 deg of tilt, 0.01 rad/s of rate (RMS)."""
+        with self.lock:
+            R = self.data.xmat[self.torso_id].reshape(3, 3)
+            # g_torso = R^T z_world; the free joint's angular velocity is in the body's frame
+            g = R[2, :].copy()
+            w = self.data.qvel[3:6].copy() if self.rm.floating else np.zeros(3)
+        g = g + self._imu_rng.normal(0.0, math.radians(0.2), 3)
+        return g / np.linalg.norm(g), w + self._imu_rng.normal(0.0, 0.01, 3)
 
     def torso_height_m(self):
         return float(self.data.xpos[self.torso_id][2])

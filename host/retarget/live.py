@@ -3,6 +3,7 @@ degrees out, causally (no look-ahead, no retiming: the player's limiter is the l
 
     from host.retarget.live import LiveRetargeter
     lr = LiveRetargeter("op3-dynamixel", row_names, fps=30.0)   # rows of the built-in human
+    lr = LiveRetargeter(..., imu=robot_imu)  # imu() -> (gravity in the torso frame, rate rad/s)
     deg = lr.step(values_deg, t_s)       # [servo degrees] in lr.servo_names order
     lr.infeasible                        # [[start_s, stop_s, why]] what the robot did not do
     lr.pose_error_deg()                  # median angle between person and robot segments
@@ -14,9 +15,13 @@ the support, the torso's bow capped, the hips as low as the person crouches), fe
 time. Live, the support phases come from the person's feet as they are now (a foot stands
 within 0.07 leg lengths of the lower foot, for at least 0.1 s): when the person stands on one
 foot the robot's weight moves onto that foot (0.5 s, then 0.1 s settled) and only then the other
-foot swings, following the person's leg, until the person lands; a lift too short for that (a
-dance step) keeps the robot's foot down and is listed in `infeasible`. The crouch follows the
-person's hip height through a 0.3 s first-order lag.
+foot swings, following the person's leg, until the person lands; the weight moves only for a
+lift that has lasted LIFT_COMMIT_S (0.3 s): a lift too short for that (a dance step) keeps the
+robot's foot down, the weight between the feet, and is listed in `infeasible`. The crouch follows
+the person's hip height through a 0.3 s first-order lag, the torso's direction through 0.2 s.
+With `imu` (the robot's own IMU: on the demo's twin its torso, host/physics/twin.py Twin.imu),
+the torso's tilt against the plan's is fed back to the standing ankles each frame
+(host/retarget/stabilise.py, the ankle strategy).
 """
 
 import numpy as np
@@ -34,10 +39,22 @@ LIVE_COM_COST = 300.0
 # live path was measured with both arm segments weighted alike, at full speed (4x on the upper
 # arm and half speed tipped the OP3 twin over on that clip; the offline weights were not tried live)
 LIVE_FOREARM_WEIGHT = 1.0
+# the standing legs' segments follow the person this weakly (offline pose.py: 0.2)
+LIVE_STANCE_LEG_WEIGHT = 0.2
 
 
+# a lift the person holds this long moves the robot's weight (measured on the demo's 131_03
+# replays, tools/replay_live.py: at 0 the weight swayed after every dance step, 0.3-0.4 stand)
+LIFT_COMMIT_S = 0.3
+# a swing foot stays this close to where it stood, horizontally (None: no bound); following a
+# lunge 0.2 m forward dropped the hips over the stance knee (05_20-mb fell at 9.6 s)
+SWING_REACH_M = 0.05
 SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
 MIN_HEIGHT = 0.7       # the hips no lower than this fraction of their standing height
+TICK_S = 0.005         # the IMU feedback between frames at most this often (the bridge's poll rate)
+TRUNK_ROLL_DEG = 25.0  # live, the torso leans sideways at most this far
+TRUNK_TAU_S = 0.2      # and follows the person's trunk through a first-order lag (a bow taken
+                       # at the dancer's speed rocked the OP3 over its heels)
 HEIGHT_TAU_S = 0.3     # the crouch follows the person through a first-order lag (a bounce faster
                        # than the body can carry its weight tips it over: 131_03 at 5.9 s)
 
@@ -67,7 +84,7 @@ class _Column:
 
 class LiveRetargeter:
     def __init__(self, robot_name, row_names, fps=30.0, skeleton=None, iterations=pose.ITERS,
-                 collisions=True, balance=True):
+                 collisions=True, balance=True, imu=None):
         from host.retarget.robotmodel import robot_body
         from host.retarget.segments import person_frames
         if skeleton is None:
@@ -83,6 +100,13 @@ class LiveRetargeter:
         if not segment_directions(hp, body.spec["segments"]):
             raise FormatError("the live link: no usable segments for %s" % body.name)
         self.balance = balance and body.humanoid
+        # the robot's own IMU, imu() -> (gravity in the torso frame, angular rate rad/s): its
+        # tilt against the plan's is turned back at the standing ankles (host/retarget/stabilise.py)
+        self.imu = imu if self.balance else None
+        self.stabiliser = None
+        if self.imu is not None:
+            from host.retarget.stabilise import AnkleStabiliser
+            self.stabiliser = AnkleStabiliser(body)
         self.D = {k: _Now() for k in body.spec["segments"]}
         self.D = {k: v for k, v in self.D.items() if k in segment_directions(hp, [k])}
         self._swing = {"l": _Now(False), "r": _Now(False)}
@@ -93,13 +117,17 @@ class LiveRetargeter:
                                       self._swing["r"], iterations, collisions, self._height,
                                       converge_first=False, weights=(self._u, self._w), frames=1 << 62,
                                       com_cost=LIVE_COM_COST, upper_arm_weight=1.0,
-                                      forearm_weight=LIVE_FOREARM_WEIGHT, arm_vel_scale=1.0)
+                                      forearm_weight=LIVE_FOREARM_WEIGHT, arm_vel_scale=1.0,
+                                      stance_leg_weight=LIVE_STANCE_LEG_WEIGHT,
+                                      swing_reach_m=SWING_REACH_M)
         self._u_lin = 0.0            # the weight's ramp, linear in time (u = its cosine blend)
         self._settled_s = 0.0
         self._swung = {"l": False, "r": False}
         self._seen = {"l": True, "r": True}
         self._since = {"l": 0.0, "r": 0.0}
         self._lim = None
+        self._plan = None
+        self._tick_at = None
         self._el = {"l_foot": [], "r_foot": []}
         self._floor = None
         self._stand_z = None
@@ -152,7 +180,9 @@ class LiveRetargeter:
                 self._swing[s].v = False
             want = 1.0 if s == "r" else -1.0
         else:
-            up = [s for s in "lr" if not on[s]]
+            # a lift moves the weight only once it has lasted LIFT_COMMIT_S: a dance's quick
+            # steps (0.1-0.5 s) are done with both feet down without the weight swaying after them
+            up = [s for s in "lr" if not on[s] and t_s - self._lifted.get(s, t_s) >= LIFT_COMMIT_S - 1e-9]
             want = 0.0 if len(up) != 1 else (1.0 if up[0] == "r" else -1.0)
             step = dt / pose.WEIGHT_RAMP_S
             self._u_lin = float(np.clip(want, self._u_lin - step, self._u_lin + step))
@@ -183,6 +213,23 @@ class LiveRetargeter:
             out[k] = pose.pitch_foot(d[None], e0)
         return out
 
+    def _trunk(self, d, dt):
+        """The torso's direction live: its sideways lean capped at TRUNK_ROLL_DEG, through a
+        first-order lag of TRUNK_TAU_S."""
+        d = pose._unit(np.asarray(d, float))
+        # roll = atan2(d_y, d_z) capped; the forward bow kept
+        roll = np.arctan2(d[1], d[2])
+        cap = np.radians(TRUNK_ROLL_DEG)
+        if abs(roll) > cap:
+            r = np.hypot(d[1], d[2])
+            d = np.array([d[0], r * np.sin(np.sign(roll) * cap), r * np.cos(cap)])
+        prev = getattr(self, "_trunk_d", None)
+        if prev is not None and TRUNK_TAU_S > 0:
+            a = min(1.0, dt / TRUNK_TAU_S)
+            d = pose._unit(prev + a * (d - prev))
+        self._trunk_d = d
+        return d
+
     def step(self, values, t_s):
         """Servo degrees (lr.servo_names order) for one frame of the person's rows at time t_s."""
         body = self.body
@@ -201,6 +248,8 @@ class LiveRetargeter:
             if self.balance:
                 self._support(t_s, on, dt)
         dirs = self._flat(dirs, on)
+        if self.balance and "trunk" in dirs:
+            dirs["trunk"] = self._trunk(dirs["trunk"][0], dt)[None]
         for k, d in dirs.items():
             self.D[k].v = pose._unit(d[0])
         if self._height is not None:
@@ -211,6 +260,7 @@ class LiveRetargeter:
             a = 1.0 if self.frames == 0 else min(1.0, dt / max(self.height_tau_s, 1e-9))
             self._height.v = self._height.v + a * (h - self._height.v)
         q = next(self._gen)
+        self.q = q
         deg = body.to_servo_deg(q[None, body.qadr])
         if self.balance:
             stand = [np.array([not self._swing[s].v]) for s in "lr"]
@@ -219,10 +269,30 @@ class LiveRetargeter:
         if self._lim is None:
             from device.servo.limiter import Limiter
             self._lim = Limiter(body.servos, start_deg=list(body.home_deg))
-        out = self._lim.step(list(deg), 0.0 if self.frames == 0 else dt)
+        self._plan = np.array(self._lim.step(list(deg), 0.0 if self.frames == 0 else dt))
+        out = self._stabilised()
         self._errors(out, q)
         self.frames += 1
         return out
+
+    def _stabilised(self):
+        """The last plan plus the IMU feedback now (within the joint limits)."""
+        if self.stabiliser is None:
+            return list(self._plan)
+        g, w = self.imu()
+        dq = self.stabiliser.correct(self.q, g, w, {s: not self._swing[s].v for s in "lr"})
+        return list(np.clip(self._plan + self.body.to_servo_deg(dq), self.body.lo_deg, self.body.hi_deg))
+
+    def tick(self, now_s):
+        """Between frames, the robot's own balance loop (LinkBridge.poll calls it at its rate):
+        the last frame's plan with the IMU feedback of now, or None (no IMU, no frame yet, or
+        less than TICK_S since the last)."""
+        if self.stabiliser is None or self._plan is None:
+            return None
+        if self._tick_at is not None and now_s - self._tick_at < TICK_S - 1e-9:
+            return None
+        self._tick_at = now_s
+        return self._stabilised()
 
     def _errors(self, deg, q):
         R = pose.robot_directions(self.body, np.asarray(deg)[None], q[None, :7] if self.body.floating else None)

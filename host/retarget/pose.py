@@ -466,7 +466,7 @@ def _solve(body, D, fps, balance, swing_l, swing_r, iterations, collisions, heig
 def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions, height=None,
                  converge_first=True, weights=None, frames=None, lead=0, com_cost=COM_COST,
                  upper_arm_weight=UPPER_ARM_WEIGHT, arm_vel_scale=ARM_VEL_SCALE,
-                 forearm_weight=None):
+                 forearm_weight=None, stance_leg_weight=0.2, swing_reach_m=None):
     """Yields qpos per output frame, frame f computed when the caller asks for it: a live
     caller (host/retarget/live.py) fills D[seg][f], swing_l[f], ... just before; `weights`
     (weight, {"l": swing weight, "r": ...}) then replaces the whole-clip schedules, `frames` N;
@@ -578,7 +578,7 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                 sw = swing_l if seg[0] == "l" else swing_r
                 stance = seg.endswith(("thigh", "shank")) and not sw[f]
                 w = _arm_weight(seg, upper_arm_weight, forearm_weight) if body.humanoid else 1.0
-                t.set_position_cost((0.2 if stance else w) / max(lengths[seg], 0.02))
+                t.set_position_cost((stance_leg_weight if stance else w) / max(lengths[seg], 0.02))
         # the first frame converges without the velocity limit (the player ramps to it from
         # wherever the robot stands); after it, each frame moves on from the one before
         first = f == 0 and converge_first
@@ -629,6 +629,14 @@ def solve_frames(body, D, fps, balance, swing_l, swing_r, iterations, collisions
                     foot_p = body.point_pos(data, s + "_ankle")
                     off = data.xpos[m.body(body.spec["feet"][s]).id] - foot_p
                     p = (1 - w) * p0 + w * (ank + off)
+                    if swing_reach_m is not None:
+                        # (live) the swing foot stays within swing_reach_m of where it stood,
+                        # horizontally: it lands back there, and a reach further (a lunge)
+                        # drops the hips over the stance knee
+                        dxy = p[:2] - p0[:2]
+                        n = float(np.hypot(*dxy))
+                        if n > swing_reach_m:
+                            p[:2] = p0[:2] + dxy * (swing_reach_m / n)
                     Rb = SO3.from_matrix(R0).interpolate(SO3.from_matrix(Rf), w ** SWING_PITCH_POWER)
                     # clear the floor with the sole's toe or heel, however the foot is pitched
                     pitch = abs(Rb.as_matrix()[2, 0])

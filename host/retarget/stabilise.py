@@ -1,0 +1,81 @@
+"""Feedback from the robot's own IMU onto the standing legs (the live path's ankle strategy).
+
+    from host.retarget.stabilise import AnkleStabiliser
+    st = AnkleStabiliser(body)                      # host.retarget.robotmodel.RobotBody (humanoid)
+    dq = st.correct(q_plan, g_torso, w_torso, stance={"l": True, "r": True})
+    deg += body.to_servo_deg(dq)                    # (nservo,) model radians -> servo degrees
+
+The plan (the IK's whole-body qpos, root included) says how the torso should be tilted; the IMU
+(gravity direction and angular rate in the torso's frame, what a real OP3's board reports) says
+how it is. The difference delta (the torso turned from the plan about a horizontal axis) is the
+whole body tipping over its feet: each standing foot is turned by a fraction of delta relative to
+the torso, through its ankle pitch and roll, which with the sole on the floor turns the body back
+towards the plan; the ankle's torque moves the centre of pressure towards the side the body falls
+to (the ankle strategy; ROBOTIS' own OP3 balance feeds its IMU to the ankles too). With the rate
+term it acts on the capture point of the linear inverted pendulum in angles,
+x_cp / h = delta + omega / w0 (w0 = sqrt(g / h)).
+
+    delta  = g_meas x g_plan                       (small angle; torso frame; heading left out)
+    r      = KP delta + KD omega_perp              the foot's turn relative to the torso
+    J_rel  = R_torso^T (J_rot,foot - J_rot,torso)[:, ankle pitch, roll]
+    dq     = argmin |J_rel dq - r|                 (2 joints, 3 rows: least squares)
+    |dq| <= MAX_DEG per joint
+
+It runs each frame and, between frames, at the bridge's poll rate (LiveRetargeter.tick: the
+demo's robot end polls 4 times a frame, 120 Hz), so a frame late behind the link's header repeat
+(up to 0.14 s on the demo's line) leaves the balance running. Measured in the twin on 14 replays
+of the demo's clip (docs/robots.md): KP 0.8 with KD 0.10-0.13 s fell on none, KD 0.07 on 2, KP
+1.2 / KD 0.12 on 1; closed only once per frame (30 Hz), KP 0.8 / KD 0.12 fell on 5 of 6 and
+KP 0.4 / KD 0.02 was the best found. The opposite sign (pressing the sole flat, the foot turned
+against delta) tipped the twin over within 1 s.
+"""
+
+import numpy as np
+
+KP = 0.8              # of the tilt error turned back at the ankles
+KD_S = 0.12           # rate gain, seconds (1 / w0 of the OP3 as a pendulum: 0.14 s)
+MAX_DEG = 12.0        # a correction never beyond this per ankle joint
+
+
+class AnkleStabiliser:
+    def __init__(self, body, kp=KP, kd_s=KD_S, max_deg=MAX_DEG):
+        import mujoco
+        self._mj = mujoco
+        self.body = body
+        self.kp, self.kd_s, self.max_rad = float(kp), float(kd_s), np.radians(max_deg)
+        m = body.model
+        self.data = mujoco.MjData(m)
+        self.torso = m.body(body.spec["torso"]).id
+        self.feet = {s: m.body(n).id for s, n in body.spec["feet"].items()}
+        names = list(body.servo_names)
+        self.ankle = {s: [names.index(s + "_ank_pitch"), names.index(s + "_ank_roll")] for s in self.feet}
+        self.last = {"delta_deg": np.zeros(3), "dq_deg": np.zeros(len(names))}
+
+    def correct(self, q, g_meas, w_meas, stance):
+        """(nservo,) model radians to add for the standing feet (stance: {side: bool})."""
+        mj, m, d, body = self._mj, self.body.model, self.data, self.body
+        out = np.zeros(len(body.servo_names))
+        R = np.zeros(9)
+        mj.mju_quat2Mat(R, np.asarray(q[3:7], float))
+        R = R.reshape(3, 3)
+        g_plan = R[2, :]                      # R^T z: the plan's gravity in the torso frame
+        g = np.asarray(g_meas, float)
+        w = np.asarray(w_meas, float)
+        delta = np.cross(g, g_plan)
+        w_perp = w - np.dot(w, g) * g         # the heading's rate left out
+        r = self.kp * delta + self.kd_s * w_perp
+        d.qpos[:] = q
+        mj.mj_kinematics(m, d)
+        mj.mj_comPos(m, d)
+        jp, jr_t, jr_f = np.zeros((3, m.nv)), np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        mj.mj_jacBody(m, d, jp, jr_t, self.torso)
+        for s, on in stance.items():
+            if not on or s not in self.feet:
+                continue
+            mj.mj_jacBody(m, d, jp, jr_f, self.feet[s])
+            cols = body.dadr[self.ankle[s]]
+            J = R.T @ (jr_f[:, cols] - jr_t[:, cols])
+            dq = np.linalg.lstsq(J, r, rcond=None)[0]
+            out[self.ankle[s]] = np.clip(dq, -self.max_rad, self.max_rad)
+        self.last = {"delta_deg": np.degrees(delta), "dq_deg": np.degrees(out)}
+        return out
