@@ -94,7 +94,7 @@ def text_report(r):
         "  frames: %d captured, %d streamed, %d delivered to the robot, %d corrupted delivered"
         % (r["frames_captured"], r["frames_streamed"], r["frames_delivered"],
            r["corrupted_frames_delivered"]),
-        "  latency sensor sample -> servo bytes (processing): median %s ms, p99 %s ms"
+        "  latency sensor sample -> servo bytes (bus wait, unit CPU, line and queue): median %s ms, p99 %s ms"
         % (_f(r["latency_p50_ms"]), _f(r["latency_p99_ms"])),
         "  unit work p99 %s ms (CPU %s ms), bus p99 %s ms; %s overruns, %s frames skipped"
         % (_f(r.get("unit_busy_p99_ms")), _f(r.get("unit_cpu_p99_ms")), _f(r.get("bus_p99_ms")),
