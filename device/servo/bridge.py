@@ -46,7 +46,7 @@ class LinkBridge:
         self._unusable_id = None
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
                        "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
-                       "torque_off": 0, "unusable_headers": 0}
+                       "torque_off": 0, "unusable_headers": 0, "tick_errors": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
@@ -150,9 +150,15 @@ class LinkBridge:
             self.counts["failsafe_engaged"] += 1
         # a retargeter with its own control loop (the live balance's IMU feedback) updates the
         # servos between frames; the limiter stays the last word, the failsafe is left alone
+        # (a tick that raises is counted and skipped: the robot's loop, and with it the
+        # failsafe's timeout, must outlive a bad IMU sample or a solver error)
         tick = getattr(self.retargeter, "tick", None)
         if tick is not None and not on:
-            values = tick(self.clock())
+            try:
+                values = tick(self.clock())
+            except Exception:
+                self.counts["tick_errors"] += 1
+                values = None
             if values is not None:
                 self.player.update(values)
         return on

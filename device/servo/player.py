@@ -45,7 +45,9 @@ class Player:
                       "send_errors": 0, "ramp_frames": 0}
         self.last_units = None
         self._last_hb_s = -1e9
-        self._last_cmd_clock = self.clock()   # when the last command was sent (the limiter's dt)
+        self._raw_prev = None
+        self._mono = 0.0
+        self._last_cmd_clock = self._now()    # when the last command was sent (the limiter's dt)
         self._homing = False
         self._torque_pending = False
         if hasattr(driver, "time_ms") and not driver.time_ms:
@@ -56,6 +58,25 @@ class Player:
             # max_vel * time_ms, whatever time passed since the previous command
             self.max_dt_s = min(self.max_dt_s, driver.time_ms / 1000.0)
             self.limiter = Limiter(self.servos, max_dt_s=self.max_dt_s)
+
+    def _now(self, raw=None):
+        """The player's time: the clock's forward steps summed, so a clock that steps back (an
+        injected one; a wall clock set back) counts as no time passing, not as a pause that ends
+        only when it catches up (which would hold the failsafe off, or let the limiter take the
+        step back as a step forward later)."""
+        raw = self.clock() if raw is None else raw
+        try:
+            raw = float(raw)
+        except (TypeError, ValueError):
+            return self._mono
+        if raw != raw or raw in (float("inf"), float("-inf")):
+            return self._mono
+        if self._raw_prev is None:
+            self._mono = raw
+        elif raw > self._raw_prev:
+            self._mono += raw - self._raw_prev
+        self._raw_prev = raw
+        return self._mono
 
     def bind(self, row_names, mapping=None):
         self.row_names = list(row_names)
@@ -72,7 +93,7 @@ class Player:
             self.limiter = Limiter(self.servos, start_deg=current_deg, max_dt_s=self.max_dt_s)
         if self.robot.use_watchdog:
             self.watchdog = bool(self.driver.set_watchdog(self.robot.failsafe_timeout_s))
-        self.last_frame_clock = self._last_cmd_clock = self.clock()
+        self.last_frame_clock = self._last_cmd_clock = self._now()
 
     def _read_current(self):
         read = getattr(self.driver, "read_position", None)
@@ -105,7 +126,7 @@ class Player:
 
     def _command(self, targets_deg, vel_limit_dps=None):
         # dt: wall time since the previous command went out (the first: one period)
-        now = self.clock()
+        now = self._now()
         dt = now - self._last_cmd_clock
         self._last_cmd_clock = now
         deg = self.limiter.step(targets_deg, dt, vel_limit_dps)
@@ -124,7 +145,7 @@ class Player:
             if not isinstance(values, dict):
                 raise ValueError("Player: give row_names (or bind()) before sending a sequence")
             self.bind(list(values))
-        now = self.clock()
+        now = self._now()
         self.last_t = now if t_s is None else t_s       # media time: reported, not used for dt
         self.last_frame_clock = now
         if self.in_failsafe:
@@ -157,12 +178,12 @@ class Player:
             deadline += self.period_s
             self._sleep_until(deadline)
         self.last_t = None
-        self.last_frame_clock = self.clock()
+        self.last_frame_clock = self._now()
 
     # --- failsafe -------------------------------------------------------------------------------
     def poll(self, now_s=None):
         """Engage the failsafe when no frame came for failsafe_timeout_s; True if it is engaged."""
-        now = self.clock() if now_s is None else now_s
+        now = self._now(now_s)
         hb = getattr(self.driver, "heartbeat", None)
         if hb is not None and now - self._last_hb_s >= 0.5:
             self._last_hb_s = now
@@ -198,6 +219,14 @@ class Player:
 
     def failsafe(self, action=None):
         action = action or self.robot.failsafe_action
+        self._now()                  # (the clock seen: a step back here is no time, as anywhere)
+        if self.in_failsafe and getattr(self, "failsafe_action", None) == "torque_off":
+            # torque off stays off until a frame: a later failsafe (the bridge's close, a
+            # default "home") must not send positions, which revive a PWM servo's output
+            action = "torque_off"
+        # a new action replaces the one engaged (a hold or torque off stops a home move)
+        self._homing = False
+        self._torque_pending = False
         self.in_failsafe = True
         self.stats["failsafes"] += 1
         try:
