@@ -46,6 +46,7 @@ class Player:
         self.last_units = None
         self._last_hb_s = -1e9
         self._raw_prev = None
+        self._back_s = 0.0
         self._mono = 0.0
         self._last_cmd_clock = self._now()    # when the last command was sent (the limiter's dt)
         self._homing = False
@@ -71,11 +72,11 @@ class Player:
             return self._mono
         if raw != raw or raw in (float("inf"), float("-inf")):
             return self._mono
-        if self._raw_prev is None:
-            self._mono = raw
-        elif raw > self._raw_prev:
-            self._mono += raw - self._raw_prev
+        if self._raw_prev is not None and raw < self._raw_prev:
+            self._back_s += self._raw_prev - raw      # the clock's steps back, summed
         self._raw_prev = raw
+        # (a clock that never steps back: the clock's own reading, to the bit)
+        self._mono = raw + self._back_s
         return self._mono
 
     def bind(self, row_names, mapping=None):

@@ -279,7 +279,11 @@ class LiveRetargeter:
         """The last plan plus the IMU feedback now (within the joint limits)."""
         if self.stabiliser is None:
             return list(self._plan)
-        g, w = self.imu()
+        try:
+            g, w = self.imu()
+        except (OSError, TypeError, ValueError):
+            # an IMU that did not answer (unplugged, None): this tick without feedback
+            g, w = (np.nan,) * 3, (np.nan,) * 3
         dq = self.stabiliser.correct(self.q, g, w, {s: not self._swing[s].v for s in "lr"})
         return list(np.clip(self._plan + self.body.to_servo_deg(dq), self.body.lo_deg, self.body.hi_deg))
 
@@ -289,7 +293,8 @@ class LiveRetargeter:
         less than TICK_S since the last)."""
         if self.stabiliser is None or self._plan is None:
             return None
-        if self._tick_at is not None and now_s - self._tick_at < TICK_S - 1e-9:
+        if self._tick_at is not None and 0.0 <= now_s - self._tick_at < TICK_S - 1e-9:
+            # (a clock that stepped back restarts the interval rather than stopping the loop)
             return None
         self._tick_at = now_s
         return self._stabilised()

@@ -20,6 +20,7 @@ x_cp / h = delta + omega / w0 (w0 = sqrt(g / h)).
     J_rel  = R_torso^T (J_rot,foot - J_rot,torso)[:, ankle pitch, roll]
     dq     = argmin |J_rel dq - r|                 (2 joints, 3 rows: least squares)
     |dq| <= MAX_DEG per joint
+    (a sample that is not one, NaN, inf, zero, None: no correction; g of any scale: its direction)
 
 It runs each frame and, between frames, at the bridge's poll rate (LiveRetargeter.tick: the
 demo's robot end polls 4 times a frame, 120 Hz), so a frame late behind the link's header repeat
@@ -50,6 +51,7 @@ class AnkleStabiliser:
         names = list(body.servo_names)
         self.ankle = {s: [names.index(s + "_ank_pitch"), names.index(s + "_ank_roll")] for s in self.feet}
         self.last = {"delta_deg": np.zeros(3), "dq_deg": np.zeros(len(names))}
+        self.invalid = 0      # IMU samples not used (non-finite, zero)
 
     def correct(self, q, g_meas, w_meas, stance):
         """(nservo,) model radians to add for the standing feet (stance: {side: bool})."""
@@ -59,8 +61,24 @@ class AnkleStabiliser:
         mj.mju_quat2Mat(R, np.asarray(q[3:7], float))
         R = R.reshape(3, 3)
         g_plan = R[2, :]                      # R^T z: the plan's gravity in the torso frame
-        g = np.asarray(g_meas, float)
-        w = np.asarray(w_meas, float)
+        try:
+            g = np.asarray(g_meas, float).reshape(3)
+            w = np.asarray(w_meas, float).reshape(3)
+        except (TypeError, ValueError):
+            g = w = np.full(3, np.nan)        # (not two 3-vectors: no sample)
+        n = float(np.max(np.abs(g))) if np.all(np.isfinite(g)) else 0.0
+        if not n > 1e-9 or not np.all(np.isfinite(w)):
+            # no usable sample (NaN, inf, a zero vector): no correction, not a NaN that would
+            # hold the ankles wherever they were
+            self.last = {"delta_deg": np.zeros(3), "dq_deg": out.copy()}
+            self.invalid = self.invalid + 1
+            return out
+        # g = g / |g| (scaled by its largest entry first: no overflow): an accelerometer's m/s^2,
+        # or any scale, is a direction here
+        g = g / n if n > 1e150 or n < 1e-150 else g
+        ng = float(np.linalg.norm(g))
+        if abs(ng - 1.0) > 1e-9:
+            g = g / ng
         delta = np.cross(g, g_plan)
         w_perp = w - np.dot(w, g) * g         # the heading's rate left out
         r = self.kp * delta + self.kd_s * w_perp
