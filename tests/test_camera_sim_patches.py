@@ -36,3 +36,21 @@ def test_patch_rendering_equals_the_whole_frame_rendering():
             drawn += len(a.truth_uv)
             assert not a._touched.any()                 # the scratch is clean for the next frame
         assert drawn > 500
+
+
+def test_patch_rendering_equals_the_whole_frame_rendering_at_the_edges():
+    """(review 7) no noise, every marker occluded, no markers, blobs off the image, behind the
+    camera, at the lens (a patch over the whole frame), NaN positions, a saturated and a
+    negative background: the same pixels as the whole-frame rendering."""
+    model = CameraModel.looking_at((3.0, 0.0, 1.0), (0.0, 0.0, 0.9))
+    scenes = [{}, {"a": (0.0, 0.0, 0.9)}, {"a": (2.93, 0.0, 1.0)}, {"a": (0.0, 50.0, 0.9)},
+              {"a": (float("nan"), 0.0, 1.0)}, {"a": (4.0, 0.0, 1.0)},
+              {"a": (0.0, 0.0, 0.9), "b": (0.0, 0.001, 0.9), "c": (2.9, 0.0, 1.0)},
+              {"a": (0.0, 1.52, 0.9), "b": (0.0, -1.52, 0.9)}]
+    for kw in [dict(noise_dn=0), dict(occlusion=1.0), dict(noise_dn=0, background_dn=0),
+               dict(background_dn=250), dict(background_dn=-20), dict(occlusion=0.5)]:
+        a = SimCamera(model, scene=iter(scenes * 2).__next__, seed=4, **kw)
+        b = SimCamera(model, scene=iter(scenes * 2).__next__, seed=4, **kw)
+        for _ in range(2 * len(scenes)):
+            np.testing.assert_array_equal(a.capture()[0], b.capture_reference()[0])
+            assert a.truth_uv == b.truth_uv and not a._touched.any()
