@@ -16,7 +16,10 @@ previous command, never the frames' media time, so a burst of frames (a link cat
 stalled reader) cannot turn into a fast move. The "home" failsafe moves one limited step per
 poll() at ramp_vel_dps, in the same wall time, until the servos are home. A driver that makes
 each command a timed move (time_ms: LX-16A MOVE_TIME) bounds dt by time_ms too, so a step never
-asks the servo for more than its velocity limit in its own time.
+asks the servo for more than its velocity limit in its own time. A clock that steps back counts
+as no time passing (the failsafe's timeout runs on from there). update() (a balance loop between
+frames) goes through the same limiter and sends nothing while a failsafe is engaged; a torque
+off stays off through any later failsafe until a frame comes.
 """
 
 import time
