@@ -23,8 +23,9 @@ x_cp / h = delta + omega / w0 (w0 = sqrt(g / h)).
     (a sample that is not one, NaN, inf, zero, None: no correction; g of any scale: its direction)
 
 It runs each frame and, between frames, at the bridge's poll rate (LiveRetargeter.tick: the
-demo's robot end polls 4 times a frame, 120 Hz), so a frame late behind the link's header repeat
-(up to 0.14 s on the demo's line) leaves the balance running. Measured in the twin on 14 replays
+demo's robot end polls 4 times a frame, 120 Hz), so a frame held back on the line (a damaged
+stretch, an unplugged cable; the header repeat held frames up to 0.14 s when this was measured)
+leaves the balance running. Measured in the twin on 14 replays
 of the demo's clip (docs/robots.md): KP 0.8 with KD 0.10-0.13 s fell on none, KD 0.07 on 2, KP
 1.2 / KD 0.12 on 1; closed only once per frame (30 Hz), KP 0.8 / KD 0.12 fell on 5 of 6 and
 KP 0.4 / KD 0.02 was the best found. The opposite sign (pressing the sole flat, the foot turned
