@@ -184,3 +184,14 @@ def test_receiver_reset_gets_the_header_back_within_a_second():
     assert rig.t[0] - t_reset < 0.5                 # asked for it (REQUEST), not the 1 s repeat
     assert rig.out.counts()["header_requests"] >= 1
     rig.close()
+
+
+def test_wire_fifo_carries_whole_bytes_in_their_time_and_an_idle_line_stores_none():
+    from device.servo.emulate.serialtwin import WireFifo
+    w = WireFifo(11520.0)                       # 115200 baud, 8N1
+    assert w.carry(1.0) == b""                  # idle: no credit kept
+    w.fifo += bytes(range(100))
+    assert w.carry(0.005) == bytes(range(57))   # 57.6 byte times: 57 cross, 0.6 kept
+    assert w.carry(0.0035) == bytes(range(57, 97))   # 0.6 kept + 40.32: 40 cross
+    assert w.carry(1.0) == bytes(range(97, 100)) and not w.fifo
+    assert w.carry(1.0) == b"" and w.credit == 0.0

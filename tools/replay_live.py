@@ -26,15 +26,15 @@ LINE_STEPS = 4          # as host/demo/pipeline.py: the robot acts this many tim
 
 
 class _Line:
-    """The serial line as device/servo/emulate/serialtwin.py paces it: what is written waits in
-    a FIFO and leaves at baud / 10 bytes per second of the clock (take() at each robot step)."""
+    """The serial line as device/servo/emulate/serialtwin.py paces it (its WireFifo): what is
+    written waits and leaves at baud / 10 bytes per second of the clock (take() at each robot
+    step); written bytes join the line at the next step, as the twin reads a pty then."""
 
     def __init__(self, clock, baud=115200):
+        from device.servo.emulate.serialtwin import WireFifo
         self.clock = clock
-        self.bytes_per_s = baud / 10.0
-        self.fifo = bytearray()
+        self.wire = WireFifo(baud / 10.0)
         self.new = bytearray()
-        self.credit = 0.0
         self.t = None
         self.in_waiting = 0
 
@@ -53,14 +53,8 @@ class _Line:
         dt = 0.0 if self.t is None or now < self.t else now - self.t
         self.t = now
         # what the line carried since the last step, then what was written joins the FIFO
-        self.credit += dt * self.bytes_per_s
-        n = min(len(self.fifo), int(self.credit))
-        self.credit -= n
-        if not self.fifo:
-            self.credit = 0.0
-        out = bytes(self.fifo[:n])
-        del self.fifo[:n]
-        self.fifo += self.new
+        out = self.wire.carry(dt)
+        self.wire.fifo += self.new
         self.new = bytearray()
         return out
 

@@ -80,6 +80,32 @@ class LineFaults:
         return bytes(out)
 
 
+class WireFifo:
+    """Bytes waiting for a UART line, leaving at bytes_per_s: carry(dt_s) returns those that
+    crossed the line in dt_s (whole bytes; the line time of a partial byte is kept for the next
+    step, and an idle line stores no time). The twin's both directions, and tools that pace a
+    line without a pty (tools/replay_live.py), use this one rule.
+
+        w = WireFifo(11520.0); w.fifo += packet; got = w.carry(0.005)   # 57 bytes crossed
+    """
+
+    def __init__(self, bytes_per_s):
+        self.bytes_per_s = float(bytes_per_s)
+        self.fifo = bytearray()
+        self.credit = 0.0             # line time not yet used, in bytes
+
+    def carry(self, dt_s):
+        # credit += dt x bytes/s; n = min(queued, floor(credit)) bytes cross
+        self.credit += dt_s * self.bytes_per_s
+        n = min(len(self.fifo), int(self.credit))
+        self.credit -= n
+        if not self.fifo:
+            self.credit = 0.0         # an idle line stores no time
+        out = bytes(self.fifo[:n])
+        del self.fifo[:n]
+        return out
+
+
 class SerialTwin:
     def __init__(self, baud=115200, buffer_bytes=4096, clock=None, faults=None):
         import time
@@ -90,12 +116,12 @@ class SerialTwin:
         self.faults = faults or LineFaults()
         self.master = self.slave = None
         self.path = None
-        self._fifo = bytearray()        # in the driver's buffer, not yet on the line
-        self._back = bytearray()        # the far end's bytes still to cross the line
+        self._line = WireFifo(self.bytes_per_s)   # the driver's buffer, not yet on the line
+        self._fifo = self._line.fifo
+        self._backline = WireFifo(self.bytes_per_s)   # the far end's bytes still to cross
+        self._back = self._backline.fifo
         self._t = None
-        self._credit = 0.0              # line time not yet used, in bytes
         self._out_off = 0               # bytes that have left the buffer onto the line
-        self._back_credit = 0.0
         self.counts = {"written": 0, "delivered": 0, "overrun_bytes": 0, "max_fill": 0,
                        "back_bytes": 0}
         self.open()
@@ -143,15 +169,9 @@ class SerialTwin:
         dt = 0.0 if self._t is None or now < self._t else now - self._t
         self._t = now
         # what the line carried since the last pump, out of the buffer as it was
-        self._credit += dt * self.bytes_per_s
-        n = min(len(self._fifo), int(self._credit))
-        self._credit -= n
-        if not self._fifo:
-            self._credit = 0.0      # an idle line stores no time
-        out = bytes(self._fifo[:n])
-        del self._fifo[:n]
+        out = self._line.carry(dt)
         off = self._out_off
-        self._out_off += n
+        self._out_off += len(out)
         # then what the product wrote (taken as written now), into a buffer of the real size
         new = self._read_master()
         self.counts["written"] += len(new)
@@ -163,14 +183,9 @@ class SerialTwin:
         if len(self._fifo) > self.counts["max_fill"]:
             self.counts["max_fill"] = len(self._fifo)
         # the far end's replies, paced the same way
-        self._back_credit += dt * self.bytes_per_s
-        k = min(len(self._back), int(self._back_credit))
-        self._back_credit -= k
-        if not self._back:
-            self._back_credit = 0.0
-        if k:
-            back = self.faults.damage(bytes(self._back[:k]), now)
-            del self._back[:k]
+        crossed = self._backline.carry(dt)
+        if crossed:
+            back = self.faults.damage(crossed, now)
             if back:
                 try:
                     os.write(self.master, back)
