@@ -167,3 +167,32 @@ def test_ticks_of_garbage_at_1khz_stay_limited_and_stop_in_the_failsafe():
                 du = abs(cmds[s.id] - prev[1][s.id])
                 assert du <= s.max_vel_dps * max(t - prev[0], 0.0) * abs(s.units_per_deg) + 1
         prev = (t, cmds)
+
+
+class _BadStep(_Ticker):
+    def step(self, values, t_s):
+        raise FloatingPointError("degenerate pose")
+
+
+class _Packet:
+    def __init__(self, codes, seq):
+        self.codes, self.seq, self.time_us = codes, seq, seq * 33333
+
+    def frame(self):
+        return 8, list(self.codes)
+
+
+def test_a_frame_the_retargeter_cannot_take_is_dropped_and_the_failsafe_still_runs():
+    # was: the exception left LinkBridge.feed, and the loop calling it died with the servos
+    # holding their last command
+    robot, clk, drv, br = _bridge(lambda: None)
+    br.retargeter = _BadStep(lambda: None)
+    n = len(robot.servos)
+    br.header = {"bits": 8}
+    br.los, br.his = [-90.0] * n, [90.0] * n
+    for k in range(5):
+        clk.t = 0.02 * k
+        br._frame(_Packet([128] * n, k), bytearray())
+    assert br.counts["retarget_errors"] == 5 and br.counts["frames"] == 0
+    clk.t += robot.failsafe_timeout_s + 0.05
+    assert br.poll() is True and br.counts["failsafe_engaged"] == 1

@@ -46,7 +46,8 @@ class LinkBridge:
         self._unusable_id = None
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
                        "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
-                       "torque_off": 0, "unusable_headers": 0, "tick_errors": 0}
+                       "torque_off": 0, "unusable_headers": 0, "tick_errors": 0,
+                       "retarget_errors": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
@@ -122,7 +123,13 @@ class LinkBridge:
         values = staffcodec.decode_column(codes, self.los, self.his, bits)
         t_s = self._media_s(p.time_us)
         if self.retargeter is not None:
-            values = self.retargeter.step(values, t_s)
+            try:
+                values = self.retargeter.step(values, t_s)
+            except Exception:
+                # a frame the retargeter cannot take (a bug, a degenerate pose): dropped and
+                # counted; the robot's loop goes on and the failsafe's timeout still runs
+                self.counts["retarget_errors"] += 1
+                return
         was = self.player.in_failsafe
         self.last_key = (p.seq, p.time_us)
         self.last_codes = codes
