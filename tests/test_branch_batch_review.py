@@ -11,7 +11,7 @@ from scipy.spatial.transform import Rotation
 
 from device.body.dynamics import model_of
 from device.body.human import human_model
-from device.body.ik import IKProblem, _rotvec
+from device.body.ik import _rotvec
 from device.body.ik_batch import OrientationIKBatch
 from device.body.skeleton import Dof, Feature, Link, Skeleton
 from device.capture.branch import BranchCheck
@@ -19,6 +19,7 @@ from device.capture.lowerbody import legs_skeleton
 from device.capture.unit import humanoid18
 from device.estimate.measurement import MeasurementModel
 from device.servo.emulate.native import TICKS_MAX, NativeEmulator
+from tests.ik_oracle import single_steps
 
 
 def _odd_skeleton():
@@ -67,10 +68,7 @@ def test_batched_step_is_the_single_problems_step(sk):
     ik.set_orientations(Rt)
     Q = ik.model.to_si(seeds)
     Qn, step, e_deg = ik.iterate(Q)
-    for b in range(3):
-        p = IKProblem(sk, orientations=dict(zip(names, Rt)), orientation_weight=1.0,
-                      q_prior=seeds[b], prior_weight=0.02)
-        qn, s, r = p.iterate(Q[b])
+    for b, (qn, s, r) in enumerate(single_steps(sk, names, Rt, seeds, Q)):
         np.testing.assert_allclose(Qn[b], qn, atol=1e-10)
         assert abs(step[b] - s) < 1e-10
     # B = 1

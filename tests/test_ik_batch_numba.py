@@ -27,8 +27,16 @@ def _ik(seed):
     return sk, names, ik, rng, seeds
 
 
+def _numpy_step(ik, Q, monkeypatch):
+    """OrientationIKBatch.iterate on its numpy path (the compiled one switched off)."""
+    with monkeypatch.context() as m:
+        m.setenv("MOTIONSTAFF_NUMBA", "0")
+        assert not ik_batch_numba.available()
+        return ik.iterate(Q)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_compiled_step_equals_numpy(seed):
+def test_compiled_step_equals_numpy(seed, monkeypatch):
     sk, names, ik, rng, seeds = _ik(seed)
     Q = ik.model.to_si(seeds)
     # targets: the pose of another random configuration, a few turned by (almost) pi
@@ -42,7 +50,7 @@ def test_compiled_step_equals_numpy(seed):
     ik.set_orientations(Rt)
     ik.clamp = True
     for _ in range(3):
-        ref = OrientationIKBatch.iterate(ik, Q)
+        ref = _numpy_step(ik, Q, monkeypatch)
         got = ik_batch_numba.iterate_batch(ik, Q)
         for a, b in zip(got, ref):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)

@@ -117,7 +117,7 @@ def test_batched_orientation_ik_is_the_same_step():
     """device/body/ik_batch.py: the rotations of B configurations equal kinematics() one by one,
     and one batched step equals IKProblem's step for each seed (orientation targets, a prior)."""
     from device.body.dynamics import model_of
-    from device.body.ik import IKProblem
+    from tests.ik_oracle import single_steps
     from device.body.ik_batch import OrientationIKBatch
     sk = human_model()
     m = model_of(sk)
@@ -136,10 +136,7 @@ def test_batched_orientation_ik_is_the_same_step():
     ik = OrientationIKBatch(sk, names, seeds, prior_weight=0.02)
     ik.set_orientations(Rt)
     Qn, step, e_deg = ik.iterate(Q[:3])
-    for b in range(3):
-        prob = IKProblem(sk, orientations=dict(zip(names, Rt)), orientation_weight=1.0,
-                         q_prior=seeds[b], prior_weight=0.02)
-        q1, s1, r1 = prob.iterate(Q[b])
+    for b, (q1, s1, r1) in enumerate(single_steps(sk, names, Rt, seeds, Q[:3])):
         np.testing.assert_allclose(Qn[b], q1, atol=1e-12)
         assert abs(step[b] - s1) < 1e-12
         np.testing.assert_allclose(np.radians(e_deg[b]), np.linalg.norm(r1[:-sk.ndof].reshape(-1, 3), axis=1),

@@ -49,6 +49,8 @@ events = st.lists(st.tuples(st.sampled_from(["frame", "frame", "frame", "poll", 
 
 
 def _check(robot, drv):
+    """Every command sent within limits and the velocity limit on the send clock; returns how
+    many commands were checked."""
     last = dict((s.id, (None, s.to_units(s.home_deg))) for s in robot.servos)
     t_prev = None
     for t, cmds in drv.sent:
@@ -62,6 +64,7 @@ def _check(robot, drv):
                 assert du <= s.max_vel_dps * dt * abs(s.units_per_deg) + 1, (s.name, du, dt)
             last[s.id] = (t, u)
         t_prev = t
+    return len(drv.sent)
 
 
 @settings(max_examples=120, deadline=None)
@@ -81,7 +84,10 @@ def test_never_beyond_limits_never_faster_than_the_velocity_limit_in_send_time(n
             p.poll()
         else:
             p.failsafe(kind)
-    _check(robot, drv)
+    clk.t += 1.0
+    p.send_frame([s.home_deg for s in robot.servos], t_s=clk.t * 7.0)   # a frame always commands
+    assert drv.sent and _check(robot, drv) == len(drv.sent)
+    assert all(min(s.min, s.max) <= c[s.id] <= max(s.min, s.max) for _, c in drv.sent for s in robot.servos)
 
 
 def _started(name="khr17-maestro"):

@@ -70,30 +70,18 @@ def propagate(P, A, Q, tail=0):
     return out
 
 
-_UPPER = {}          # n -> the (n, n) mask of the strictly upper triangle
+_MASKS = {}          # (n, from) -> the (n, n) mask of the triangle written
 
 
-def symmetric_from_lower(P):
-    """Copy P's lower triangle onto its upper one, in place (P C-contiguous, square); returns P."""
+def symmetrise(P, source="lower"):
+    """Copy P's `source` triangle ("lower" or "upper") onto the other one, in place (P
+    C-contiguous, square); returns P."""
     n = len(P)
-    mask = _UPPER.get(n)
+    mask = _MASKS.get((n, source))
     if mask is None:
-        mask = _UPPER[n] = np.triu(np.ones((n, n), bool), 1)
-    # P[i, j] = P[j, i] for j > i
-    np.copyto(P, P.T, where=mask)
-    return P
-
-
-_LOWER = {}          # n -> the (n, n) mask of the strictly lower triangle
-
-
-def symmetric_from_upper(P):
-    """Copy P's upper triangle onto its lower one, in place (P C-contiguous, square); returns P."""
-    n = len(P)
-    mask = _LOWER.get(n)
-    if mask is None:
-        mask = _LOWER[n] = np.tril(np.ones((n, n), bool), -1)
-    # P[i, j] = P[j, i] for j < i
+        mask = _MASKS[(n, source)] = (np.triu(np.ones((n, n), bool), 1) if source == "lower"
+                                      else np.tril(np.ones((n, n), bool), -1))
+    # P[i, j] = P[j, i] on the other triangle
     np.copyto(P, P.T, where=mask)
     return P
 
@@ -135,7 +123,7 @@ def joseph(P, PHT, K, H, r, S=None, overwrite=False):
     own = overwrite and P.flags.c_contiguous
     Pc = _syr2k(-1.0, np.ascontiguousarray(K).T, np.ascontiguousarray(U).T, beta=1.0,
                 c=P.T if own else np.array(P.T, order="F"), trans=1, lower=0, overwrite_c=1).T
-    return symmetric_from_lower(Pc)
+    return symmetrise(Pc)
 
 
 class JointEKF:
@@ -270,7 +258,7 @@ class JointEKF:
             own = _own_P and P.flags.c_contiguous
             Pc = _syrk(-1.0, Ut, beta=1.0, c=P.T if own else np.array(P.T, order="F"), trans=1,
                        lower=0, overwrite_c=1).T
-            self.P = symmetric_from_lower(Pc)
+            self.P = symmetrise(Pc)
         if self.clamp:
             # a joint at its limit stops: q clipped, an outward velocity zeroed
             n = self.n
@@ -314,7 +302,7 @@ class JointEKF:
         self.x = x_new
         # P+ = Y^-1: LAPACK's lower triangle (Fortran order) is the upper one of its C-order
         # transpose, mirrored onto the lower in place
-        self.P = symmetric_from_upper(Pp.T)
+        self.P = symmetrise(Pp.T, source="upper")
         # nis = y' S^-1 y = y' R^-1 y - b' dx
         self.nis = float(y @ yr - b @ dx)
         return True

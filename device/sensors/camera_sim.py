@@ -30,11 +30,6 @@ class SimCamera:
         self.frames = 0
         self._bank = None
 
-    def _noise(self):
-        """Background + sensor noise: one of a bank of 8 seeded noise frames, randomly shifted."""
-        k, shift = self._draw_noise()
-        return np.roll(self._bank[k], shift, axis=1)
-
     def _draw_noise(self):
         m = self.model
         if self._bank is None:
@@ -53,7 +48,7 @@ class SimCamera:
     def capture(self):
         """(uint8 image, t): the noise frame clip(bank + blobs) as uint8. Only the blobs' patches
         are computed in floating point (the rest is the bank's frame, clipped once): the same
-        pixels as rendering the whole frame in float64 (capture_reference), without its ~7 MB
+        pixels as rendering the whole frame in float64 (tests/test_camera_sim_patches.py), without its ~7 MB
         of traffic a frame, which evicted the unit's own data from the CPU's caches."""
         m = self.model
         k, shift = self._draw_noise()
@@ -80,18 +75,6 @@ class SimCamera:
         self.frames += 1
         t = self.clock() if self.clock is not None else self.frames
         return img, t
-
-    def capture_reference(self):
-        """capture() rendering the whole frame in float64 (the straightforward form; tests)."""
-        img = self._noise()
-        for u, v, r_px in self._blobs():
-            p = self._patch(u, v, r_px, img.shape)
-            if p is not None:
-                y0, y1, x0, x1, g = p
-                img[y0:y1, x0:x1] += 230.0 * g
-        self.frames += 1
-        t = self.clock() if self.clock is not None else self.frames
-        return np.clip(img, 0, 255).astype(np.uint8), t
 
     def _blobs(self):
         """(u, v, r_px) of the markers drawn this frame (occlusion drawn); sets truth_uv."""
