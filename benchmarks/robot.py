@@ -11,7 +11,11 @@ lead-in from home) on the ROBOTIS OP3 and, for its right arm, on the SO-101:
         CMU joint name found in the clip's own naming (LeftKnee -> LowerLeg_L ...), "human"
         for a C3D capture (markers -> the human model by IK)
   pose  host/retarget/pose.py without balance
-  bal   host/retarget/pose.py with balance (OP3)
+  bal   host/retarget/pose.py with balance (OP3), played open loop (as `motionstaff play` on a
+        real OP3 plays it: nothing reads its IMU yet)
+  imu   the same plan with the robot's own IMU fed back at the standing ankles on every frame
+        sent (host/retarget/feedback.py; the twin's IMU, 0.2 deg / 0.01 rad/s noise), as the
+        live path does
 Each staff of servo angles is played through the product path (host/physics/simulate.py: the
 player's limiter and ramp, the driver's bytes, the controller emulator, the MuJoCo twin's servo
 models, XM430-W350 / STS3215): fell and fall time, tracking RMS (commanded vs achieved, deg),
@@ -124,20 +128,25 @@ def segment_line(seg):
 def run_robot(robot_name, staff, methods):
     robot = load_robot(robot_name)
     out = {}
+    plans = {}
     for method in methods:
         t0 = time.perf_counter()
         if method == "row":
             cmd, how = row_copy(staff, robot)
             res, retimed, infeasible, root, lead = None, 1.0, [], None, 0.0
         else:
-            res = retarget_to_robot(staff, robot_name, balance=(method == "bal"))
+            # "imu" plays the balanced plan ("bal") with the IMU feedback at the ankles
+            balance = method in ("bal", "imu")
+            if balance not in plans:
+                plans[balance] = retarget_to_robot(staff, robot_name, balance=balance)
+            res = plans[balance]
             cmd, retimed, infeasible = res.staff, res.retimed, res.infeasible
             root, lead, how = res.qpos[:, :7], res.lead_in_s, method
         t_ret = time.perf_counter() - t0
         err, seg = pose_error_deg(staff, cmd, robot_name, retimed, root, lead)
         # the product path: the player's limiter and ramp, the driver's bytes, the controller
         # emulator, the physics twin (host/physics/simulate.py)
-        sim = run_simulation(staff, robot_name, retargeted=(cmd, res)).report
+        sim = run_simulation(staff, robot_name, retargeted=(cmd, res), feedback=(method == "imu")).report
         out[method] = dict(sim, pose_error_deg=err, segment_error_deg=seg, retimed=retimed,
                            infeasible=infeasible, how=how, retarget_s=t_ret)
     return out
@@ -176,7 +185,7 @@ def main(argv=None):
             say("%s: cannot read (%s)" % (name, e))
             continue
         staff = cut(staff, args.max_s)
-        for robot_name, methods, key in (("op3-dynamixel", ("row", "pose", "bal"), "op3"),
+        for robot_name, methods, key in (("op3-dynamixel", ("row", "pose", "bal", "imu"), "op3"),
                                          ("so101-feetech", ("row", "pose"), "so101")):
             try:
                 res = run_robot(robot_name, staff, methods)
@@ -192,8 +201,10 @@ def main(argv=None):
                     r["tracking_rms_deg"] or float("nan"), r["self_collision_frames"],
                     r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"],
                     r["realtime_factor"]))
-                if m != "row":
+                if m in ("pose", "bal"):
                     say("  %-36s        per segment: %s" % ("", segment_line(r["segment_error_deg"])))
+                if m == "imu":
+                    continue                 # (the same plan and spans as bal)
                 for a, b, why in r["infeasible"][:4]:
                     say("  %-36s        infeasible %.2f-%.2f s: %s" % ("", a, b, why))
                 if len(r["infeasible"]) > 4:
@@ -203,7 +214,7 @@ def main(argv=None):
     say("whole run: %.0f s wall, %.0f s CPU (retargeting, C3D IK and physics)"
         % (time.perf_counter() - wall0, time.process_time() - cpu0))
     say("summary, OP3 (%d clips):" % len(summary["op3"]))
-    for m in ("row", "pose", "bal"):
+    for m in ("row", "pose", "bal", "imu"):
         rs = [r[m] for _, r in summary["op3"] if m in r]
         if not rs:
             continue

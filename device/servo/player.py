@@ -261,13 +261,15 @@ class Player:
             self._sleep(d)
 
     def play(self, values, fps, speed=1.0, loop=False, reverse=False, first=0, last=None,
-             progress=None, stop=None, on_frame=None):
+             progress=None, stop=None, on_frame=None, adjust=None):
         """Stream columns of values (rows x frames, NaN = missing) paced by absolute deadlines.
 
         Frame k of a pass is due at t0 + k / (fps * speed); a late frame is sent at once and
         frames already overdue by more than one period are skipped (never drift, never rush).
         on_frame(k, column) is called after each frame sent, k its index in values (skipped
-        frames are not sent, so not reported).
+        frames are not sent, so not reported). adjust(k, column) -> column, when given, changes
+        each frame just before it is sent (the robot's own balance feedback, e.g.
+        host/retarget/feedback.py); the limiter stays the last word on what reaches the servos.
         """
         nframes = len(values[0]) if len(values) else 0
         last = nframes if last is None else min(last, nframes)
@@ -296,6 +298,13 @@ class Player:
                 else:
                     self._sleep_until(due)
                 column = col(k)
+                if adjust is not None:
+                    try:
+                        column = adjust(k, column)
+                    except Exception:
+                        # a feedback that failed this frame: the frame as planned, counted,
+                        # never a play loop that ends with the servos holding
+                        self.stats["adjust_errors"] = self.stats.get("adjust_errors", 0) + 1
                 self.send_frame(column, t0 + j * step_s)
                 if on_frame is not None:
                     on_frame(k, column)

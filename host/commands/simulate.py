@@ -3,11 +3,13 @@ played on the robot's physics twin through the real driver and controller emulat
 
     motionstaff simulate walk.bvh --robot op3-dynamixel --json
     motionstaff simulate walk.bvh --robot op3-dynamixel -o robot.gif --compare
+    motionstaff simulate dance.bvh --robot op3-dynamixel --imu-feedback --json   # closed loop
 
 Retargets by pose (with balance) when host.retarget.pose is there, or plays a staff whose rows
 are the robot's servo names as is, else the robot's row map; streams it in simulated time
 (deterministic, --seed) and reports whether the robot fell, tracking, self-collisions, torque
-saturation and foot slip (host/physics/simulate.py has the definitions). -o renders the
+saturation and foot slip (host/physics/simulate.py has the definitions). --imu-feedback closes
+the balance loop through the robot's own IMU (host/retarget/feedback.py). -o renders the
 robot (MuJoCo offscreen: MUJOCO_GL egl, else osmesa); --compare puts the person beside it.
 """
 
@@ -25,6 +27,9 @@ def add_arguments(p):
     p.add_argument("--compare", action="store_true", help="with -o: the person's figure beside the robot")
     p.add_argument("--seed", type=int, default=0, help="physics seed (initial joint jitter); same seed, same run")
     p.add_argument("--no-balance", action="store_true", help="pose retargeting without balance")
+    p.add_argument("--imu-feedback", action="store_true",
+                   help="a humanoid's IMU (the twin's) fed back at the standing ankles on every frame, as "
+                        "the live path does; without it the staff plays open loop, as `play` on a real OP3")
     p.add_argument("--row-copy", action="store_true", help="the robot's row map, not pose retargeting")
     p.add_argument("--mapping", help="with --row-copy: which row map of the robot")
     p.add_argument("--record", help="write the run (per frame joint angles and body poses) as JSON, "
@@ -69,7 +74,7 @@ def run(args):
         raise ValueError("%s: --compare needs a person's motion (this staff has no skeleton)" % args.staff)
     run_ = run_simulation(staff, rm, seed=args.seed, balance=not args.no_balance,
                           pose=not args.row_copy, mapping=args.mapping,
-                          record=bool(args.output or args.record))
+                          record=bool(args.output or args.record), feedback=args.imu_feedback)
     rep = dict(run_.report)
     if args.record:
         from host.physics.recording import write_recording
@@ -85,11 +90,13 @@ def run(args):
     else:
         print("%s on %s: %d frames, %.2f s: %s; tracking RMS %s deg, %d self-collision frames, "
               "torque saturated %.1f %%, foot slip %s mm, retimed x%.2f, %d infeasible span(s); "
-              "physics %.1fx real time%s"
+              "physics %.1fx real time%s%s"
               % (args.staff, rm.name, rep["frames"], rep["duration_s"],
                  "FELL at %.2f s" % rep["fall_time_s"] if rep["fell"] else "stayed up",
                  rep["tracking_rms_deg"], rep["self_collision_frames"],
                  100 * rep["torque_saturated_frac"], rep["foot_slip_mm"], rep["retimed"],
                  len(rep["infeasible"]), rep["realtime_factor"],
+                 "; IMU feedback at the ankles (at most %.1f deg)" % rep["feedback"]["max_ankle_deg"]
+                 if rep.get("feedback") else "",
                  (", wrote " + args.output) if args.output else ""))
     return 0

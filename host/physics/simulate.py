@@ -86,8 +86,12 @@ class FootSlip:
 
 
 def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, settle_s=0.5,
-                   record=False, retargeted=None):
-    """Play staff on the robot's twin; a Run with .report (and per frame recordings)."""
+                   record=False, retargeted=None, feedback=False):
+    """Play staff on the robot's twin; a Run with .report (and per frame recordings).
+
+    feedback: the robot's own IMU (the twin's) turned back at the standing ankles on every
+    frame sent (host/retarget/feedback.py; a humanoid's pose-retargeted staff only), as the
+    live path does; off, the staff plays open loop, as `motionstaff play` on a real OP3 does."""
     from device.servo.drivers import open_driver
     from device.servo.emulate import make_emulator
     from device.servo.player import Player
@@ -159,7 +163,11 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     wall0 = time.perf_counter()
     cpu0 = time.process_time()
     player.start()
-    summary = player.play(played.values, played.fps, on_frame=on_frame)
+    fb = None
+    if feedback and res is not None and getattr(res, "qpos", None) is not None and rm.humanoid:
+        from host.retarget.feedback import StaffFeedback
+        fb = StaffFeedback(res, rm.name, twin.imu)
+    summary = player.play(played.values, played.fps, on_frame=on_frame, adjust=fb)
     # the last command held for settle_s: a fall right after the motion counts
     end = twin.time_s + settle_s
     while twin.time_s < end - 1e-9:
@@ -185,6 +193,8 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         "mapping": "pose" if res is not None else getattr(desc, "mapping_used", None),
         "servos_driven": len(driven),
         "limiter_clamped": summary["limiter_clamped"],
+        "feedback": None if fb is None else {"frames": fb.frames, "imu_missed": fb.missed,
+                                             "max_ankle_deg": round(fb.max_dq_deg, 2)},
         "sim_s": round(twin.time_s, 3),
         "wall_s": round(wall, 3),
         "realtime_factor": round(twin.time_s / wall, 2) if wall > 0 else None,

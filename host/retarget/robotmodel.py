@@ -59,7 +59,10 @@ SPECS = {
                     ("r_el_link", "r_hip_yaw_link", 0.015),
                     # a knee bent to its stop brings the ankle up to its own hip (131_01 at 6.4 s)
                     (("l_hip_roll_link", "l_hip_pitch_link"), "l_ank_pitch_link"),
-                    (("r_hip_roll_link", "r_hip_pitch_link"), "r_ank_pitch_link")),
+                    (("r_hip_roll_link", "r_hip_pitch_link"), "r_ank_pitch_link"),
+                    # a thigh raised high under a bowed torso (the Bandai dance at 41.2 s: the
+                    # hip at 120 deg, the torso 25 deg forward) meets the torso's box
+                    (("l_hip_pitch_link",), ("body_link",)), (("r_hip_pitch_link",), ("body_link",))),
     },
     "so101-feetech": {
         "model": ("so101", "so101_new_calib.xml"), "humanoid": False, "torso": None,

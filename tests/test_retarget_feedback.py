@@ -1,0 +1,182 @@
+"""The robot's IMU fed back onto a played staff (host/retarget/feedback.py, Player.play(adjust=)):
+bounded, ankles only, the limiter still last; bad IMU samples; and in physics, the Bandai dance's
+one-legged pose that tips the open-loop OP3 twin over stays up with it."""
+
+import os
+
+import numpy as np
+import pytest
+
+from device.servo.player import Player
+from device.servo.robot import load_robot
+from host.retarget.feedback import StaffFeedback
+from host.retarget.pose import retarget_to_robot
+from host.retarget.robotmodel import robot_body
+from host.retarget.stabilise import MAX_DEG
+from host.staff import Row, Staff
+from tests.test_servo_player import Clock as _Clock
+
+ROBOT = "op3-dynamixel"
+
+
+class _Res:
+    """A retarget result's fields StaffFeedback reads: a still plan at home."""
+
+    def __init__(self, frames=5, contacts=None):
+        body = robot_body(ROBOT)
+        self.qpos = np.repeat(body.qpos_home()[None], frames, axis=0)
+        self.contacts = contacts
+        rows = [Row(s.name, "deg", s.lo_deg, s.hi_deg, True) for s in body.servos]
+        self.staff = Staff(np.repeat(body.home_deg[:, None], frames, axis=1), rows, 100.0, 16, None, {})
+
+
+def _column(res, k=0):
+    return [float(v) for v in res.staff.values[:, k]]
+
+
+def _tilted():
+    return np.array([0.3, 0.0, 1.0]) / np.hypot(0.3, 1.0), np.zeros(3)
+
+
+def test_on_one_foot_a_tilted_torso_turns_only_that_ankle_within_the_clamp():
+    body = robot_body(ROBOT)
+    res = _Res(frames=100, contacts=(np.zeros(100, bool), np.ones(100, bool)))   # the left foot swings
+    fb = StaffFeedback(res, ROBOT, imu=_tilted)
+    col = _column(res)
+    out = fb(50, col)
+    d = np.array(out) - np.array(col)
+    changed = {body.servo_names[j] for j in np.flatnonzero(np.abs(d) > 1e-12)}
+    assert changed and changed <= {"r_ank_pitch", "r_ank_roll"}
+    assert np.abs(d).max() <= MAX_DEG + 1e-9
+    assert np.all(np.array(out) >= body.lo_deg - 1e-9) and np.all(np.array(out) <= body.hi_deg + 1e-9)
+
+
+def test_the_correction_fades_in_after_lift_off_and_out_before_landing():
+    from host.retarget.feedback import _single_support_gain
+    left = np.ones(200, bool)
+    left[50:150] = False                                     # the left foot swings 50..149
+    g = _single_support_gain((left, np.ones(200, bool)), 30)
+    assert not g[:50].any() and not g[150:].any()
+    assert g[50] == pytest.approx(1 / 30) and g[79] == 1.0 and g[120] == 1.0 and g[149] == pytest.approx(1 / 30)
+    assert np.all(np.diff(g[50:80]) > 0) and np.all(np.diff(g[120:150]) < 0)
+    res = _Res(frames=200, contacts=(left, np.ones(200, bool)))
+    fb = StaffFeedback(res, ROBOT, imu=_tilted)
+    col = np.array(_column(res))
+    d = [np.abs(np.array(fb(k, list(col))) - col).max() for k in (50, 60, 100)]
+    assert 0 < d[0] < d[1] < d[2]
+
+
+def test_on_both_feet_nothing_is_added():
+    # both soles down: the two ankles would fight through the floor (and drag the soles)
+    for contacts in (None, (np.ones(5, bool), np.ones(5, bool))):
+        res = _Res(contacts=contacts)
+        fb = StaffFeedback(res, ROBOT, imu=_tilted)
+        assert fb(0, _column(res)) == _column(res)
+
+
+@pytest.mark.parametrize("imu", [lambda: None, lambda: (None, None), lambda: ((np.nan, 0, 1), (0, 0, 0)),
+                                 lambda: (_ for _ in ()).throw(OSError(5, "EIO"))])
+def test_an_imu_that_does_not_answer_leaves_the_plan(imu):
+    res = _Res(contacts=(np.zeros(5, bool), np.ones(5, bool)))
+    def read():
+        r = imu()
+        if r is None:
+            raise TypeError("no sample")
+        return r
+    fb = StaffFeedback(res, ROBOT, imu=read)
+    col = _column(res)
+    assert fb(0, col) == col
+    assert fb(99, col) == col                 # a frame past the plan: nothing known, nothing added
+
+
+def test_a_missing_row_stays_missing():
+    res = _Res(contacts=(np.zeros(5, bool), np.ones(5, bool)))
+    fb = StaffFeedback(res, ROBOT, imu=lambda: (np.array([0.0, 0.3, 1.0]) / np.hypot(0.3, 1.0), np.zeros(3)))
+    col = _column(res)
+    k = robot_body(ROBOT).servo_names.index("r_ank_pitch")
+    col[k] = float("nan")
+    out = fb(0, col)
+    assert out[k] != out[k]
+
+
+class _Driver:
+    def __init__(self):
+        self.sent = []
+        self.stats = {}
+
+    def send_positions(self, cmds):
+        self.sent.append(list(cmds))
+
+    def set_watchdog(self, s):
+        pass
+
+
+def test_the_limiter_stays_the_last_word_after_adjust():
+    """An adjust that asks for a servo far past its limit: what is sent stays within the limits
+    and the velocity limit."""
+    robot = load_robot(ROBOT)
+    clock = _Clock()
+    drv = _Driver()
+    p = Player(robot, drv, row_names=[s.name for s in robot.servos], clock=clock, sleep=clock.sleep)
+    V = np.repeat(np.array([s.home_deg for s in robot.servos])[:, None], 20, axis=1)
+    p.play(V, 100.0, adjust=lambda k, c: [v + 1e6 for v in c])
+    s0 = robot.servos[0]
+    sent = [dict(c)[s0.id] for c in drv.sent]
+    deg = np.array([s0.to_deg(u) for u in sent])
+    assert deg.max() <= s0.hi_deg + 1e-6
+    # the ramp and the limiter hold its speed: no frame jumps further than max_vel_dps allows
+    assert np.max(np.abs(np.diff(deg))) <= s0.max_vel_dps / 100.0 * 1.5 + 1e-6
+
+
+DANCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "bvh",
+                     "dataset-1_dance-short_normal_001.bvh")
+
+
+@pytest.mark.skipif(not os.path.exists(DANCE), reason="needs ../shared/data/bvh (the Bandai dance)")
+def test_the_dance_pose_that_tips_the_open_loop_twin_stays_up_with_the_imu():
+    """36-44 s of the Bandai dance (a one-legged attitude with the torso bowed, at 41.2 s):
+    played open loop the OP3 twin falls; with its IMU fed back at the ankles it stands."""
+    from host.formats import read_motion
+    from host.physics.simulate import run_simulation
+    st = read_motion(DANCE)
+    s = st.copy()
+    s.values = s.values[:, int(36 * st.fps):int(44 * st.fps)]
+    res = retarget_to_robot(s, ROBOT, balance=True)
+    open_loop = run_simulation(s, ROBOT, retargeted=(res.staff, res)).report
+    assert open_loop["fell"] and open_loop["feedback"] is None
+    closed = run_simulation(s, ROBOT, retargeted=(res.staff, res), feedback=True).report
+    assert not closed["fell"]
+    assert closed["feedback"]["imu_missed"] == 0 and 0 < closed["feedback"]["max_ankle_deg"] <= MAX_DEG + 1e-9
+    assert closed["foot_slip_mm"] < open_loop["foot_slip_mm"]
+
+
+def test_simulate_imu_feedback_flag(tmp_path, capsys):
+    """`motionstaff simulate --imu-feedback` plays the retargeted clip closed loop and says so;
+    without the flag the report's feedback is null (open loop)."""
+    import json
+    from host.cli import main
+    from host.formats import read_motion, write_motion
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    full = read_motion(os.path.join(repo, "host", "data", "131_03_short.bvh"))
+    st = Staff(full.values[:, :12], full.rows, fps=full.fps, bits=full.bits, skeleton=full.skeleton, meta=full.meta)
+    src = tmp_path / "clip.bvh"
+    write_motion(str(src), st)
+    assert main(["simulate", str(src), "--robot", ROBOT, "--json", "--imu-feedback"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["feedback"]["frames"] == rep["frames"] and rep["feedback"]["imu_missed"] == 0
+    assert not rep["fell"]
+    assert main(["simulate", str(src), "--robot", ROBOT, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["feedback"] is None
+
+
+def test_a_feedback_that_raises_sends_the_frame_as_planned():
+    robot = load_robot(ROBOT)
+    clock = _Clock()
+    drv = _Driver()
+    p = Player(robot, drv, row_names=[s.name for s in robot.servos], clock=clock, sleep=clock.sleep)
+    V = np.repeat(np.array([s.home_deg for s in robot.servos])[:, None], 10, axis=1)
+
+    def broken(k, c):
+        raise RuntimeError("IMU driver bug")
+    summary = p.play(V, 100.0, adjust=broken)
+    assert summary["adjust_errors"] == 10 and len(drv.sent) >= 10
