@@ -236,3 +236,72 @@ def test_information_update_equals_the_covariance_form(setup):
         np.testing.assert_allclose(x_, x_ref, rtol=0, atol=1e-9 * np.abs(x_ref).max())
         np.testing.assert_allclose(P_, P_ref, rtol=0, atol=1e-9 * np.abs(P_ref).max())
     assert abs(nis_i - nis_c) < 1e-8 * nis_c
+
+
+def _marker_rows_numpy(mm, model, kin, cam, idx):
+    """The numpy path the compiled marker rows replace: features, project, d uv / dq."""
+    p, _, _ = mm.features(kin, idx)
+    return p, cam.project(p), cam.project_jacobian(p) @ model.point_jacobian(kin, mm.f_link[idx], p)
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+@pytest.mark.parametrize("floating", [False, True])
+def test_numba_marker_rows_and_kinematics_equal_numpy(floating):
+    """device/estimate/camera_numba.py: the 2D markers' pixels and pixel Jacobians, and
+    dynamics_numba.kinematics, equal the numpy functions; a feature behind the camera has NaN
+    pixels (the callers drop it)."""
+    from device.estimate import camera_numba
+    from device.estimate.observation import Camera
+    sk = human_model(floating=floating)
+    model = model_of(sk, 0.01)
+    mm = MeasurementModel(model)
+    rng = np.random.default_rng(21)
+    idx = np.array([k for k, f in enumerate(sk.features) if f.kind == "marker"], int)
+    assert len(idx) > 10
+    for trial in range(4):
+        q = model.to_si(sk.home) + rng.normal(0, 0.5, model.n)
+        kin = model.kinematics(q)
+        kin2 = dynamics_numba.kinematics(model, q)
+        for name in ("T", "R", "p_m", "axis", "origin_m", "S"):
+            a, b = getattr(kin, name), getattr(kin2, name)
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * max(1.0, np.abs(a).max()), err_msg=name)
+        # a camera 3 m away (the last trial: inside the body, some features behind it)
+        eye = (3.0, 0.5, 1.0) if trial < 3 else (0.0, 0.0, 1.0)
+        cam = Camera.look_at(eye_m=eye, target_m=(-1.0, 0, 0.9), f_px=600, width_px=640, height_px=480)
+        p0, uv0, J0 = _marker_rows_numpy(mm, model, kin, cam, idx)
+        p1, uv1, J1 = camera_numba.marker_rows(mm, kin, cam, idx)
+        np.testing.assert_allclose(p1, p0, rtol=0, atol=1e-12)
+        ok = np.isfinite(uv0).all(1)
+        assert np.array_equal(np.isfinite(uv1).all(1), ok)
+        if trial == 3:
+            assert not ok.all()
+        np.testing.assert_allclose(uv1[ok], uv0[ok], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(J1[ok], J0[ok], rtol=0, atol=1e-10 * np.abs(J0[ok]).max())
+        assert not J1[~ok].any()
+    with pytest.raises(ValueError, match="finite"):
+        dynamics_numba.kinematics(model, np.full(model.n, np.nan))
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+def test_marker_update_and_windows_with_and_without_numba_agree(setup, monkeypatch):
+    """The EKF's 2D-marker rows (MeasurementModel.linearise) and search windows
+    (JointEKF.predicted_markers2d) are the same with the compiled marker rows as without."""
+    from device.estimate import make_estimator
+    from device.estimate.observation import Camera
+    sk, model, rng, q = setup
+    est = make_estimator("ekf", sk, 1 / 30)
+    est.initialise(model.from_si(q))
+    est.x[model.n:2 * model.n] = rng.normal(0, 1.0, model.n)
+    cam = Camera.look_at(eye_m=(3.0, 0.5, 1.0), target_m=(0, 0, 0.9), f_px=600, width_px=640, height_px=480)
+    names = [f.name for f in sk.features if f.kind == "marker"]
+    pred = est.predicted_markers2d(cam)
+    obs = Observation(0.0, markers2d={n: (pred[n][0] + rng.normal(0, 2), pred[n][1] + rng.normal(0, 2))
+                                      for n in names if n in pred}, camera=cam)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "1")
+    w1, rows1 = est.predicted_markers2d(cam), est.meas.linearise(est.lin, obs, est.nx)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+    w0, rows0 = est.predicted_markers2d(cam), est.meas.linearise(est.lin, obs, est.nx)
+    assert list(w1) == list(w0) and len(w0) > 10
+    np.testing.assert_allclose(np.array(list(w1.values())), np.array(list(w0.values())), rtol=1e-9)
+    for a, b in zip(rows1, rows0):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * max(1.0, np.abs(b).max()))

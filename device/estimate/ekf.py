@@ -39,7 +39,9 @@ from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.linalg.lapack import dtrtrs as _trtrs
 
+from device.body import dynamics_numba
 from device.body.dynamics import cholesky_lower, cholesky_solve
+from device.estimate import camera_numba
 
 
 def propagate(P, A, Q, tail=0):
@@ -342,7 +344,7 @@ class JointEKF:
             return {}
         n, m = self.n, self.model
         q = self.x[:n] + self.dt_s * self.x[n:2 * n]
-        kin = m.kinematics(q)
+        kin = dynamics_numba.kinematics(m, q) if dynamics_numba.available() else m.kinematics(q)
         sk = self.skeleton
         cache = self.__dict__.setdefault("_kind_idx", {})
         idx = cache.get(kinds)
@@ -350,9 +352,13 @@ class JointEKF:
             idx = cache[kinds] = np.array([k for k, f in enumerate(sk.features) if f.kind in kinds], int)
         if not len(idx):
             return {}
-        p, _, _ = self.meas.features(kin, idx)
-        uv = cam.project(p)
-        J = cam.project_jacobian(p) @ m.point_jacobian(kin, self.meas.f_link[idx], p)   # (K, 2, n)
+        if camera_numba.available() and kin.T is not None:
+            # the optional compiled path: the same p, uv and J in one pass
+            p, uv, J = camera_numba.marker_rows(self.meas, kin, cam, idx)
+        else:
+            p, _, _ = self.meas.features(kin, idx)
+            uv = cam.project(p)
+            J = cam.project_jacobian(p) @ m.point_jacobian(kin, self.meas.f_link[idx], p)   # (K, 2, n)
         # Sigma_uv = J P_qq J' (P_qq propagated one step: P_qq + dt^2 P_qdqd + cross terms)
         Pqq = self.P[:n, :n] + self.dt_s * (self.P[:n, n:2 * n] + self.P[n:2 * n, :n]) \
             + self.dt_s ** 2 * self.P[n:2 * n, n:2 * n]

@@ -22,7 +22,7 @@ import numpy as np
 
 from device.body.dynamics import _cross
 from device.body.ik import _rotvec
-from device.estimate import imu_numba
+from device.estimate import camera_numba, imu_numba
 
 
 class MeasurementModel:
@@ -144,14 +144,22 @@ class MeasurementModel:
         idx, vals = self._indices(obs.markers2d, "markers2d")
         if len(idx) and obs.camera is not None:
             cam = obs.camera
-            p, _, b = self.features(kin, idx)
-            uv = cam.project(p)
+            if camera_numba.available() and kin.T is not None:
+                # the optional compiled path: p, uv and d uv / dq in one pass (same values)
+                p, uv, Juv = camera_numba.marker_rows(self, kin, cam, idx)
+            else:
+                p, _, b = self.features(kin, idx)
+                uv = cam.project(p)
+                Juv = None
             ok = np.all(np.isfinite(uv), axis=1)
             if ok.any():
                 idx, p, uv = idx[ok], p[ok], uv[ok]
-                J = m.point_jacobian(kin, self.f_link[idx], p)
                 H = np.zeros((len(idx), 2, nx))
-                H[:, :, :n] = cam.project_jacobian(p) @ J
+                if Juv is not None:
+                    H[:, :, :n] = Juv[ok]
+                else:
+                    J = m.point_jacobian(kin, self.f_link[idx], p)
+                    H[:, :, :n] = cam.project_jacobian(p) @ J
                 zs.append(np.concatenate([v for v, o in zip(vals, ok) if o]))
                 hs.append(uv.ravel())
                 Hs.append(H.reshape(-1, nx))

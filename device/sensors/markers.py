@@ -110,11 +110,14 @@ def detect_blobs(image, threshold=128, min_area=2, max_area=5000, offset=(0, 0),
     img = np.asarray(image)
     if (_compiled() if compiled is None else compiled) and img.ndim == 2 and img.size > 4096:
         area, tot, cu, cv, peak = _scan(np.ascontiguousarray(img), float(threshold))
-        out = []
-        for k in range(1, len(area)):
-            if min_area <= area[k] <= max_area and tot[k] > 0:
-                out.append((cu[k] / tot[k] + offset[0], cv[k] / tot[k] + offset[1], int(area[k]), int(peak[k])))
-        return out
+        # the blobs kept, all at once (the same numbers as one by one)
+        area, tot, cu, cv, peak = area[1:], tot[1:], cu[1:], cv[1:], peak[1:]
+        keep = (area >= min_area) & (area <= max_area) & (tot > 0)
+        if not keep.all():
+            area, tot, cu, cv, peak = area[keep], tot[keep], cu[keep], cv[keep], peak[keep]
+        us = (cu / tot + offset[0]).tolist()
+        vs = (cv / tot + offset[1]).tolist()
+        return list(zip(us, vs, area.astype(np.int64).tolist(), peak.astype(np.int64).tolist()))
     mask = img > threshold
     if not mask.any():
         return []
@@ -166,16 +169,21 @@ def find_markers(image, predicted, threshold=128, min_radius_px=8.0, crop_below=
         blobs = detect_blobs(img[y0:y1, x0:x1], threshold, offset=(x0, y0)) if x0 < x1 and y0 < y1 else []
         if not blobs:
             return {n: None for n in names}
-        P = np.array([predicted[n] for n in names], float)
         B = np.array([(b[0], b[1]) for b in blobs])
-        d2 = ((P[:, None, :2] - B[None]) ** 2).sum(2)
-        r2 = np.maximum(P[:, 2], min_radius_px) ** 2
+        d2 = ((W[:, None, :2] - B[None]) ** 2).sum(2)
+        r2 = np.maximum(W[:, 2], min_radius_px) ** 2
+        # each window's nearest blob at once (np.argmin per row: the first of equal distances),
+        # then windows in order of that distance take their blob if it is inside and free
+        jmin = d2.argmin(1)
+        inside = (d2[np.arange(len(names)), jmin] <= r2).tolist()
+        jl = jmin.tolist()
+        Bl = B.tolist()
         taken = set()
-        for i in np.argsort(d2.min(1)):
-            j = int(np.argmin(d2[i]))
-            if d2[i, j] <= r2[i] and j not in taken:
+        for i in np.argsort(d2.min(1)).tolist():
+            j = jl[i]
+            if inside[i] and j not in taken:
                 taken.add(j)
-                out[names[i]] = (float(B[j, 0]), float(B[j, 1]))
+                out[names[i]] = (Bl[j][0], Bl[j][1])
             else:
                 out[names[i]] = None
         return out
