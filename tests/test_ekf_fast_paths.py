@@ -305,3 +305,61 @@ def test_marker_update_and_windows_with_and_without_numba_agree(setup, monkeypat
     np.testing.assert_allclose(np.array(list(w1.values())), np.array(list(w0.values())), rtol=1e-9)
     for a, b in zip(rows1, rows0):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * max(1.0, np.abs(b).max()))
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+@pytest.mark.parametrize("floating", [False, True])
+def test_numba_orient_rows_equal_numpy(floating, monkeypatch):
+    """device/estimate/orient_numba.py: the fused orientations' rows (z = log(Rm Rs'), H) equal
+    the numpy path's, a residual near pi (the axis from the symmetric part) included."""
+    from device.capture.rot import exp_so3
+    sk = human_model(floating=floating)
+    model = model_of(sk, 0.01)
+    mm = MeasurementModel(model)
+    rng = np.random.default_rng(17)
+    proc = TorqueProcess(model, 1 / 60)
+    q = model.to_si(sk.home) + rng.normal(0, 0.4, model.n)
+    lin = proc.linearise(proc.initial_state(q))
+    names = [f.name for f in sk.features if f.kind == "imu"]
+    _, Rs, _ = mm.features(lin.kin, np.array([mm.index[k] for k in names]))
+    # measured = exp(w) Rs: small residuals, one large, one within 1e-4 of pi
+    W = rng.normal(0, 0.2, (len(names), 3))
+    W[0] = [0.0, 2.5, 0.0]
+    W[1] = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5]) * (np.pi - 1e-4)
+    Rm = exp_so3(W) @ Rs
+    obs = Observation(0.0, orient=dict(zip(names, Rm)))
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "1")
+    z1, h1, H1, r1 = mm.linearise(lin, obs, proc.nx)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+    z0, h0, H0, r0 = mm.linearise(lin, obs, proc.nx)
+    np.testing.assert_allclose(z1, z0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(z0.reshape(-1, 3), W, rtol=0, atol=1e-6)
+    assert np.array_equal(H1, H0) and np.array_equal(h1, h0) and np.array_equal(r1, r0)
+
+
+def test_information_update_by_row_blocks_equals_one_product(setup):
+    """JointEKF._add_HtH: with the measurement model's row blocks (markers and orientations:
+    q columns only, the IMUs: all) Y + H' R^-1 H by blocks equals the one syrk over all rows."""
+    from device.estimate.ekf import JointEKF
+    sk, model, rng, q = setup
+    n = model.n
+    nx = 3 * n
+    blocks = [(30, n), (5 * 6, nx), (12, n)]
+    Hs = rng.normal(size=(sum(b for b, _ in blocks), nx))
+    start = 0
+    for rows, cols in blocks:
+        Hs[start:start + rows, cols:] = 0.0
+        start += rows
+
+    class _Meas:
+        row_blocks = blocks
+
+    est = JointEKF.__new__(JointEKF)
+    est.n, est.meas = n, _Meas()
+    Y0 = np.asfortranarray(_spd(rng, nx))
+    got = np.tril(est._add_HtH(Y0.copy(order="F"), Hs))
+    want = np.tril(Y0 + Hs.T @ Hs)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    est.meas = type("_NoBlocks", (), {})()
+    np.testing.assert_allclose(np.tril(est._add_HtH(Y0.copy(order="F"), Hs)), want, rtol=0,
+                               atol=1e-12 * np.abs(want).max())

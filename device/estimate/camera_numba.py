@@ -80,7 +80,8 @@ if numba is not None:
     _rows = numba.njit(cache=True)(_rows)
 
 
-def _const(meas):
+def feature_arrays(meas):
+    """The measurement model's per-feature arrays the compiled rows read (cached on it)."""
     c = getattr(meas, "_camera_numba", None)
     if c is None:
         m = meas.model
@@ -94,7 +95,7 @@ def _const(meas):
 def marker_rows(meas, kin, cam, idx):
     """(p (K, 3) world, uv (K, 2) pixels, Juv (K, 2, n) = d uv / dq) of the features idx of a
     MeasurementModel at kin (device.body.dynamics.Kinematics) through the Camera cam."""
-    fbw, fb, frame, anc, rot = _const(meas)
+    fbw, fb, frame, anc, rot = feature_arrays(meas)
     KR = cam.K @ cam.R
     return _rows(np.ascontiguousarray(kin.T), np.ascontiguousarray(idx, np.int64), fbw, fb, frame,
                  anc, rot, np.ascontiguousarray(kin.axis), np.ascontiguousarray(kin.origin_m),

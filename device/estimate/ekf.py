@@ -288,7 +288,7 @@ class JointEKF:
         # Y = P^-1 + H' R^-1 H = P^-1 + Hs' Hs, Hs = R^-1/2 H (lower triangle, one syrk; Hs' is a
         # Fortran-order view of the C array Hs, so trans=0 gives Hs' Hs without a copy)
         Hs = H * (1.0 / np.sqrt(r))[:, None]
-        Y = _syrk(1.0, Hs.T, beta=1.0, c=Pinv, trans=0, lower=1, overwrite_c=1)
+        Y = self._add_HtH(Pinv, Hs)
         Ly, info = _potrf(Y, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return False
@@ -308,6 +308,30 @@ class JointEKF:
         # nis = y' S^-1 y = y' R^-1 y - b' dx
         self.nis = float(y @ yr - b @ dx)
         return True
+
+    def _add_HtH(self, Y, Hs):
+        """Y + Hs' Hs (lower triangle; Y Fortran order, overwritten). The measurement model's
+        row blocks whose H is zero outside the q columns (markers, fused orientations) add
+        to Y's (q, q) block only: one syrk per block over the columns it has (the whole
+        body's markers and orientations: half of the rows at a third of the width)."""
+        blocks = getattr(self.meas, "row_blocks", None)
+        n = getattr(self, "n", None)
+        if not blocks or sum(b[0] for b in blocks) != len(Hs) or all(c != n for _, c in blocks):
+            return _syrk(1.0, Hs.T, beta=1.0, c=Y, trans=0, lower=1, overwrite_c=1)
+        start, narrow = 0, []
+        for rows, cols in blocks:
+            Hb = Hs[start:start + rows]
+            start += rows
+            if cols == n:
+                narrow.append(Hb[:, :n])
+            else:
+                Y = _syrk(1.0, Hb.T, beta=1.0, c=Y, trans=0, lower=1, overwrite_c=1)
+        # Y[:n, :n] += Hb[:, :n]' Hb[:, :n] for the q-only blocks (the rest of their rows is zero)
+        Yqq = Y[:n, :n]
+        for Hb in narrow:
+            Yqq = _syrk(1.0, Hb.T, beta=1.0, c=Yqq, trans=0, lower=1, overwrite_c=1)
+        Y[:n, :n] = Yqq
+        return Y
 
     def step(self, obs):
         """Predict one dt and update with obs; returns q (ndof,) in dof units."""
