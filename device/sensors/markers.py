@@ -16,6 +16,8 @@ order like scipy.ndimage.label (0.3 ms for 640 x 480 instead of 6-10 ms);
 tests/test_qa_user_bugs.py checks both paths give the same blobs.
 """
 
+import math
+
 import numpy as np
 
 from device.body.dynamics_numba import available as _compiled, numba
@@ -162,16 +164,20 @@ def find_markers(image, predicted, threshold=128, min_radius_px=8.0, crop_below=
         ok = np.isfinite(W).all(1)
         if not ok.any():
             return {n: None for n in names}
-        x0 = int(max(0, np.floor((W[ok, 0] - r[ok]).min() - pad)))
-        x1 = int(min(w, np.ceil((W[ok, 0] + r[ok]).max() + pad) + 1))
-        y0 = int(max(0, np.floor((W[ok, 1] - r[ok]).min() - pad)))
-        y1 = int(min(h, np.ceil((W[ok, 1] + r[ok]).max() + pad) + 1))
+        Wk, rk = (W, r) if ok.all() else (W[ok], r[ok])
+        # the windows' bounding box: (u, v) - r at its least, (u, v) + r at its most
+        lo = (Wk[:, :2] - rk[:, None]).min(0).tolist()
+        hi = (Wk[:, :2] + rk[:, None]).max(0).tolist()
+        x0 = int(max(0, math.floor(lo[0] - pad)))
+        x1 = int(min(w, math.ceil(hi[0] + pad) + 1))
+        y0 = int(max(0, math.floor(lo[1] - pad)))
+        y1 = int(min(h, math.ceil(hi[1] + pad) + 1))
         blobs = detect_blobs(img[y0:y1, x0:x1], threshold, offset=(x0, y0)) if x0 < x1 and y0 < y1 else []
         if not blobs:
             return {n: None for n in names}
         B = np.array([(b[0], b[1]) for b in blobs])
         d2 = ((W[:, None, :2] - B[None]) ** 2).sum(2)
-        r2 = np.maximum(W[:, 2], min_radius_px) ** 2
+        r2 = r ** 2
         # each window's nearest blob at once (np.argmin per row: the first of equal distances),
         # then windows in order of that distance take their blob if it is inside and free
         jmin = d2.argmin(1)
