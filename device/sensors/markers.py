@@ -176,7 +176,11 @@ def find_markers(image, predicted, threshold=128, min_radius_px=8.0, crop_below=
         if not blobs:
             return {n: None for n in names}
         B = np.array([(b[0], b[1]) for b in blobs])
-        d2 = ((W[:, None, :2] - B[None]) ** 2).sum(2)
+        # d2[i, j] = |window i - blob j|^2 (two (K, nb) differences: a sum over a last axis of
+        # 2 is five times slower; the same numbers)
+        du = W[:, 0, None] - B[None, :, 0]
+        dv = W[:, 1, None] - B[None, :, 1]
+        d2 = du * du + dv * dv
         r2 = r ** 2
         # each window's nearest blob at once (np.argmin per row: the first of equal distances),
         # then windows in order of that distance take their blob if it is inside and free
