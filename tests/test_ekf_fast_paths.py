@@ -305,6 +305,14 @@ def test_marker_update_and_windows_with_and_without_numba_agree(setup, monkeypat
     np.testing.assert_allclose(np.array(list(w1.values())), np.array(list(w0.values())), rtol=1e-9)
     for a, b in zip(rows1, rows0):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * max(1.0, np.abs(b).max()))
+    # a camera inside the body: the markers behind it have no window, either way
+    inside = Camera.look_at(eye_m=(0.0, 0.0, 1.0), target_m=(-1.0, 0, 0.9), f_px=600, width_px=640, height_px=480)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "1")
+    w1 = est.predicted_markers2d(inside)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+    w0 = est.predicted_markers2d(inside)
+    assert list(w1) == list(w0) and 0 < len(w0) < len(names)
+    np.testing.assert_allclose(np.array(list(w1.values())), np.array(list(w0.values())), rtol=1e-9)
 
 
 @pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")

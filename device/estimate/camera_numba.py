@@ -76,8 +76,30 @@ def _rows(T, idx, fbw, fb, frame, anc, rot, axis, origin, R, t, Kc, KR):
     return p, uv, J
 
 
+def _radii(JP, J, uv, pix2, k_sigma):
+    """Search radii k_sigma sqrt(lambda_max(Juv P Juv') + pixel variance) (K,) from JP = Juv P
+    and Juv (K, 2, n), and which pixels are finite (K,): predicted_markers2d's last part."""
+    K, _, n = J.shape
+    rad = np.empty(K)
+    ok = np.empty(K, np.bool_)
+    for k in range(K):
+        a = 0.0
+        b = 0.0
+        d = 0.0
+        for j in range(n):
+            a += JP[k, 0, j] * J[k, 0, j]
+            b += JP[k, 0, j] * J[k, 1, j]
+            d += JP[k, 1, j] * J[k, 1, j]
+        # the largest eigenvalue of [[a, b], [b, d]]: (a + d) / 2 + sqrt(((a - d) / 2)^2 + b^2)
+        lam = 0.5 * (a + d) + np.sqrt(0.25 * (a - d) ** 2 + b * b)
+        rad[k] = k_sigma * np.sqrt(max(lam, 0.0) + pix2)
+        ok[k] = np.isfinite(uv[k, 0]) and np.isfinite(uv[k, 1])
+    return rad, ok
+
+
 if numba is not None:
     _rows = numba.njit(cache=True)(_rows)
+    _radii = numba.njit(cache=True)(_radii)
 
 
 def feature_arrays(meas):
@@ -101,3 +123,9 @@ def marker_rows(meas, kin, cam, idx):
                  anc, rot, np.ascontiguousarray(kin.axis), np.ascontiguousarray(kin.origin_m),
                  np.ascontiguousarray(cam.R, float), np.ascontiguousarray(cam.t, float),
                  np.ascontiguousarray(cam.K, float), KR)
+
+
+def radii(JP, J, uv, pixel_sigma, k_sigma):
+    """(radius (K,), finite (K,)) of search windows: see _radii."""
+    return _radii(np.ascontiguousarray(JP), np.ascontiguousarray(J), np.ascontiguousarray(uv),
+                  float(pixel_sigma) ** 2, float(k_sigma))

@@ -389,16 +389,20 @@ class JointEKF:
         # (J P_qq) as one (2K, n) x (n, n) product, then its rows against J's: (K, 2, 2)
         K = len(idx)
         JP = (J.reshape(2 * K, n) @ Pqq).reshape(K, 2, n)
-        cov = np.einsum("kin,kjn->kij", JP, J)
-        # the largest eigenvalue of [[a, b], [b, d]]: (a + d) / 2 + sqrt(((a - d) / 2)^2 + b^2)
-        a, b, d = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
-        lam = 0.5 * (a + d) + np.sqrt(0.25 * (a - d) ** 2 + b * b)
-        rad = k_sigma * np.sqrt(np.maximum(lam, 0.0) + self.meas.pixel_sigma ** 2)
-        ok = np.isfinite(uv).all(axis=1)
+        if camera_numba.available():
+            # the same 2 x 2 covariances, eigenvalues and radii, compiled
+            rad, ok = camera_numba.radii(JP, J, uv, self.meas.pixel_sigma, k_sigma)
+        else:
+            cov = np.einsum("kin,kjn->kij", JP, J)
+            # the largest eigenvalue of [[a, b], [b, d]]: (a + d) / 2 + sqrt(((a - d) / 2)^2 + b^2)
+            a, b, d = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
+            lam = 0.5 * (a + d) + np.sqrt(0.25 * (a - d) ** 2 + b * b)
+            rad = k_sigma * np.sqrt(np.maximum(lam, 0.0) + self.meas.pixel_sigma ** 2)
+            ok = np.isfinite(uv).all(axis=1)
         names = self.__dict__.setdefault("_feature_names", [f.name for f in sk.features])
-        uvl, radl = uv.tolist(), rad.tolist()
+        uvl, radl, okl = uv.tolist(), rad.tolist(), ok.tolist()
         out = {}
         for k, i in enumerate(idx.tolist()):
-            if ok[k]:
+            if okl[k]:
                 out[names[i]] = (uvl[k][0], uvl[k][1], radl[k])
         return out
