@@ -236,3 +236,138 @@ def test_information_update_equals_the_covariance_form(setup):
         np.testing.assert_allclose(x_, x_ref, rtol=0, atol=1e-9 * np.abs(x_ref).max())
         np.testing.assert_allclose(P_, P_ref, rtol=0, atol=1e-9 * np.abs(P_ref).max())
     assert abs(nis_i - nis_c) < 1e-8 * nis_c
+
+
+def _marker_rows_numpy(mm, model, kin, cam, idx):
+    """The numpy path the compiled marker rows replace: features, project, d uv / dq."""
+    p, _, _ = mm.features(kin, idx)
+    return p, cam.project(p), cam.project_jacobian(p) @ model.point_jacobian(kin, mm.f_link[idx], p)
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+@pytest.mark.parametrize("floating", [False, True])
+def test_numba_marker_rows_and_kinematics_equal_numpy(floating):
+    """device/estimate/camera_numba.py: the 2D markers' pixels and pixel Jacobians, and
+    dynamics_numba.kinematics, equal the numpy functions; a feature behind the camera has NaN
+    pixels (the callers drop it)."""
+    from device.estimate import camera_numba
+    from device.estimate.observation import Camera
+    sk = human_model(floating=floating)
+    model = model_of(sk, 0.01)
+    mm = MeasurementModel(model)
+    rng = np.random.default_rng(21)
+    idx = np.array([k for k, f in enumerate(sk.features) if f.kind == "marker"], int)
+    assert len(idx) > 10
+    for trial in range(4):
+        q = model.to_si(sk.home) + rng.normal(0, 0.5, model.n)
+        kin = model.kinematics(q)
+        kin2 = dynamics_numba.kinematics(model, q)
+        for name in ("T", "R", "p_m", "axis", "origin_m", "S"):
+            a, b = getattr(kin, name), getattr(kin2, name)
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * max(1.0, np.abs(a).max()), err_msg=name)
+        # a camera 3 m away (the last trial: inside the body, some features behind it)
+        eye = (3.0, 0.5, 1.0) if trial < 3 else (0.0, 0.0, 1.0)
+        cam = Camera.look_at(eye_m=eye, target_m=(-1.0, 0, 0.9), f_px=600, width_px=640, height_px=480)
+        p0, uv0, J0 = _marker_rows_numpy(mm, model, kin, cam, idx)
+        p1, uv1, J1 = camera_numba.marker_rows(mm, kin, cam, idx)
+        np.testing.assert_allclose(p1, p0, rtol=0, atol=1e-12)
+        ok = np.isfinite(uv0).all(1)
+        assert np.array_equal(np.isfinite(uv1).all(1), ok)
+        if trial == 3:
+            assert not ok.all()
+        np.testing.assert_allclose(uv1[ok], uv0[ok], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(J1[ok], J0[ok], rtol=0, atol=1e-10 * np.abs(J0[ok]).max())
+        assert not J1[~ok].any()
+    with pytest.raises(ValueError, match="finite"):
+        dynamics_numba.kinematics(model, np.full(model.n, np.nan))
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+def test_marker_update_and_windows_with_and_without_numba_agree(setup, monkeypatch):
+    """The EKF's 2D-marker rows (MeasurementModel.linearise) and search windows
+    (JointEKF.predicted_markers2d) are the same with the compiled marker rows as without."""
+    from device.estimate import make_estimator
+    from device.estimate.observation import Camera
+    sk, model, rng, q = setup
+    est = make_estimator("ekf", sk, 1 / 30)
+    est.initialise(model.from_si(q))
+    est.x[model.n:2 * model.n] = rng.normal(0, 1.0, model.n)
+    cam = Camera.look_at(eye_m=(3.0, 0.5, 1.0), target_m=(0, 0, 0.9), f_px=600, width_px=640, height_px=480)
+    names = [f.name for f in sk.features if f.kind == "marker"]
+    pred = est.predicted_markers2d(cam)
+    obs = Observation(0.0, markers2d={n: (pred[n][0] + rng.normal(0, 2), pred[n][1] + rng.normal(0, 2))
+                                      for n in names if n in pred}, camera=cam)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "1")
+    w1, rows1 = est.predicted_markers2d(cam), est.meas.linearise(est.lin, obs, est.nx)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+    w0, rows0 = est.predicted_markers2d(cam), est.meas.linearise(est.lin, obs, est.nx)
+    assert list(w1) == list(w0) and len(w0) > 10
+    np.testing.assert_allclose(np.array(list(w1.values())), np.array(list(w0.values())), rtol=1e-9)
+    for a, b in zip(rows1, rows0):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * max(1.0, np.abs(b).max()))
+    # a camera inside the body: the markers behind it have no window, either way
+    inside = Camera.look_at(eye_m=(0.0, 0.0, 1.0), target_m=(-1.0, 0, 0.9), f_px=600, width_px=640, height_px=480)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "1")
+    w1 = est.predicted_markers2d(inside)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+    w0 = est.predicted_markers2d(inside)
+    assert list(w1) == list(w0) and 0 < len(w0) < len(names)
+    np.testing.assert_allclose(np.array(list(w1.values())), np.array(list(w0.values())), rtol=1e-9)
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+@pytest.mark.parametrize("floating", [False, True])
+def test_numba_orient_rows_equal_numpy(floating, monkeypatch):
+    """device/estimate/orient_numba.py: the fused orientations' rows (z = log(Rm Rs'), H) equal
+    the numpy path's, a residual near pi (the axis from the symmetric part) included."""
+    from device.capture.rot import exp_so3
+    sk = human_model(floating=floating)
+    model = model_of(sk, 0.01)
+    mm = MeasurementModel(model)
+    rng = np.random.default_rng(17)
+    proc = TorqueProcess(model, 1 / 60)
+    q = model.to_si(sk.home) + rng.normal(0, 0.4, model.n)
+    lin = proc.linearise(proc.initial_state(q))
+    names = [f.name for f in sk.features if f.kind == "imu"]
+    _, Rs, _ = mm.features(lin.kin, np.array([mm.index[k] for k in names]))
+    # measured = exp(w) Rs: small residuals, one large, one within 1e-4 of pi
+    W = rng.normal(0, 0.2, (len(names), 3))
+    W[0] = [0.0, 2.5, 0.0]
+    W[1] = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5]) * (np.pi - 1e-4)
+    Rm = exp_so3(W) @ Rs
+    obs = Observation(0.0, orient=dict(zip(names, Rm)))
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "1")
+    z1, h1, H1, r1 = mm.linearise(lin, obs, proc.nx)
+    monkeypatch.setenv("MOTIONSTAFF_NUMBA", "0")
+    z0, h0, H0, r0 = mm.linearise(lin, obs, proc.nx)
+    np.testing.assert_allclose(z1, z0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(z0.reshape(-1, 3), W, rtol=0, atol=1e-6)
+    assert np.array_equal(H1, H0) and np.array_equal(h1, h0) and np.array_equal(r1, r0)
+
+
+def test_information_update_by_row_blocks_equals_one_product(setup):
+    """JointEKF._add_HtH: with the measurement model's row blocks (markers and orientations:
+    q columns only, the IMUs: all) Y + H' R^-1 H by blocks equals the one syrk over all rows."""
+    from device.estimate.ekf import JointEKF
+    sk, model, rng, q = setup
+    n = model.n
+    nx = 3 * n
+    blocks = [(30, n), (5 * 6, nx), (12, n)]
+    Hs = rng.normal(size=(sum(b for b, _ in blocks), nx))
+    start = 0
+    for rows, cols in blocks:
+        Hs[start:start + rows, cols:] = 0.0
+        start += rows
+
+    class _Meas:
+        row_blocks = blocks
+
+    est = JointEKF.__new__(JointEKF)
+    est.n, est.meas = n, _Meas()
+    Y0 = np.asfortranarray(_spd(rng, nx))
+    got = np.tril(est._add_HtH(Y0.copy(order="F"), Hs))
+    want = np.tril(Y0 + Hs.T @ Hs)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    est.meas = type("_NoBlocks", (), {})()
+    np.testing.assert_allclose(np.tril(est._add_HtH(Y0.copy(order="F"), Hs)), want, rtol=0,
+                               atol=1e-12 * np.abs(want).max())

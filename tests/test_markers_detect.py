@@ -107,3 +107,62 @@ def test_apriltag_photos_match_most_expected_tags(shared_data, name, min_found):
     matched = [e for e in errs if e <= 4.5]
     assert len(matched) >= min_found, sorted(errs)
     assert np.median(matched) < 2.5
+
+
+def _find_markers_oracle(image, predicted, threshold=128, min_radius_px=8.0):
+    """find_markers' many-window assignment as it was (one np.argmin per window): the oracle of
+    the vectorised one. Blobs from the whole-image numpy labelling (the compiled scan's twin)."""
+    img = np.asarray(image)
+    h, w = img.shape
+    names = list(predicted)
+    W = np.array([predicted[n] for n in names], float)
+    r = np.maximum(W[:, 2], min_radius_px)
+    ok = np.isfinite(W).all(1)
+    x0 = int(max(0, np.floor((W[ok, 0] - r[ok]).min() - min_radius_px)))
+    x1 = int(min(w, np.ceil((W[ok, 0] + r[ok]).max() + min_radius_px) + 1))
+    y0 = int(max(0, np.floor((W[ok, 1] - r[ok]).min() - min_radius_px)))
+    y1 = int(min(h, np.ceil((W[ok, 1] + r[ok]).max() + min_radius_px) + 1))
+    blobs = detect_blobs(img[y0:y1, x0:x1], threshold, offset=(x0, y0), compiled=False)
+    if not blobs:
+        return {n: None for n in names}
+    P = np.array([predicted[n] for n in names], float)
+    B = np.array([(b[0], b[1]) for b in blobs])
+    d2 = ((P[:, None, :2] - B[None]) ** 2).sum(2)
+    r2 = np.maximum(P[:, 2], min_radius_px) ** 2
+    taken, out = set(), {}
+    for i in np.argsort(d2.min(1)):
+        j = int(np.argmin(d2[i]))
+        if d2[i, j] <= r2[i] and j not in taken:
+            taken.add(j)
+            out[names[i]] = (float(B[j, 0]), float(B[j, 1]))
+        else:
+            out[names[i]] = None
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_many_windows_assign_as_the_one_by_one_loop(seed):
+    """The vectorised assignment of blobs to windows (and the compiled scan's blob list) give
+    what the former per-window loop gave: crowded windows, overlaps, NaN windows, ties."""
+    rng = np.random.default_rng(seed)
+    pts = _scene(n=30, seed=seed + 10)
+    cam = SimCamera(scene=lambda: pts, seed=seed, occlusion=0.2)
+    img, _ = cam.capture()
+    uv, z = cam.model.project(np.array(list(pts.values())))
+    pred = {n: (uv[k, 0] + rng.normal(0, 4), uv[k, 1] + rng.normal(0, 4), rng.uniform(5, 30))
+            for k, n in enumerate(pts)}
+    pred["nan"] = (np.nan, 10.0, 12.0)
+    first = next(iter(pts))
+    pred["twin"] = pred[first]                     # two windows at one place: one blob, one of them
+    got = find_markers(img, pred, crop_below=8)
+    want = _find_markers_oracle(img, pred)
+    assert list(got) == list(want)
+    for n in want:
+        assert (got[n] is None) == (want[n] is None), n
+        if want[n] is not None:
+            assert np.allclose(got[n], want[n], rtol=0, atol=1e-9), n
+    assert sum(v is not None for v in got.values()) > 10
+    blobs_c = detect_blobs(img, compiled=True)
+    blobs_n = detect_blobs(img, compiled=False)
+    assert [b[2:] for b in blobs_c] == [b[2:] for b in blobs_n]
+    assert np.allclose([b[:2] for b in blobs_c], [b[:2] for b in blobs_n], rtol=0, atol=1e-9)

@@ -21,10 +21,12 @@ import json
 from device.capture.config import default_config
 from device.capture.unit import build_unit
 from device.body import dynamics_numba, ik_batch_numba
-from device.estimate import imu_numba
+from device.estimate import camera_numba, imu_numba, orient_numba
 from device.sensors import markers
 kernels = {"dynamics": dynamics_numba._terms, "imu": imu_numba._rows, "ik": ik_batch_numba._iterate,
-           "markers": markers._scan}
+           "markers": markers._scan, "kinematics": dynamics_numba._kin, "camera": camera_numba._rows,
+           "radii": camera_numba._radii,
+           "orient": orient_numba._rows}
 before = {k: len(f.signatures) for k, f in kernels.items()}
 unit = build_unit(default_config(body="human", camera=True))
 after = {k: len(f.signatures) for k, f in kernels.items()}

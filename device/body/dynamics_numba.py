@@ -38,7 +38,8 @@ def available():
     return numba is not None and os.environ.get("MOTIONSTAFF_NUMBA", "1") != "0"
 
 
-def _terms(q, qd, order, par, t0, axl, rot, mass, com, Iloc, grav):
+def _kin(q, order, par, t0, axl, rot):
+    """(T (n + 1, 3, 4) with the world as row n, axis, origin, S): kinematics() compiled."""
     n = q.shape[0]
     T = np.zeros((n + 1, 3, 4))
     T[n, 0, 0] = 1.0
@@ -86,6 +87,12 @@ def _terms(q, qd, order, par, t0, axl, rot, mass, com, Iloc, grav):
                 T[j, i, 3] = origin[j, i] + axis[j, i] * q[j]
                 S[j, i] = 0.0
                 S[j, 3 + i] = axis[j, i]
+    return T, axis, origin, S
+
+
+def _terms(q, qd, order, par, t0, axl, rot, mass, com, Iloc, grav):
+    n = q.shape[0]
+    T, axis, origin, S = _kin(q, order, par, t0, axl, rot)
     # -- inertias at the world origin: m, h = m c, J_O; composite sums inward -------------------
     cm = mass.copy()
     ch = np.empty((n, 3))
@@ -252,6 +259,7 @@ def _apply(m, h, J, mot, out):
 
 if numba is not None:
     _apply = numba.njit(cache=True)(_apply)
+    _kin = numba.njit(cache=True)(_kin)
     _terms = numba.njit(cache=True)(_terms)
 
 
@@ -279,3 +287,15 @@ def linearise_terms(model, q_si, qd_si):
     kin = Kinematics(q, T[:n, :, :3], T[:n, :, 3], axis, origin, S, T)
     kin._vel = (qd, V, Ad)            # model.motion(kin, qd) reads it (the IMU model shares it)
     return kin, M, b, Kg
+
+
+def kinematics(model, q_si):
+    """model.kinematics(q_si) (device/body/dynamics.py) in one compiled pass: the same Kinematics."""
+    from device.body.dynamics import Kinematics
+    n = model.n
+    q = np.asarray(q_si, float)
+    if q.shape != (n,) or not np.isfinite(q.sum()):
+        raise ValueError("kinematics: q must be %d finite values (rad / m), got shape %s" % (n, q.shape))
+    order, par, t0, axl, rot = _model_arrays(model)[:5]
+    T, axis, origin, S = _kin(q, order, par, t0, axl, rot)
+    return Kinematics(q, T[:n, :, :3], T[:n, :, 3], axis, origin, S, T)

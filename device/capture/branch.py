@@ -104,7 +104,8 @@ class BranchCheck:
         # rotation (|R'R - I| > 1e-3: a zero quaternion's), is a missing sensor
         names, Rm = [], []
         for n, R in obs.orient.items():
-            if n in est.meas.index and R is not None and np.shape(R) == (3, 3):
+            if n in est.meas.index and R is not None and (
+                    R.shape if isinstance(R, np.ndarray) else np.shape(R)) == (3, 3):
                 names.append(n)
                 Rm.append(R)
         if not names:

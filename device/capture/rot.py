@@ -8,21 +8,26 @@
 import numpy as np
 
 
+# quat_to_mat's entries as +-2 times sums of two products of q's components (w, x, y, z), plus
+# the identity: R = I + 2 [[-(yy + zz), xy - wz, xz + wy], [xy + wz, -(xx + zz), yz - wx],
+# [xz - wy, yz + wx, -(xx + yy)]]; row 4 i + j of _QM maps q_i q_j to the entries it enters
+_QM = np.zeros((16, 9))
+for _e, _terms in enumerate(((-22, -33), (12, -3), (13, 2), (12, 3), (-11, -33), (23, -1),
+                             (13, -2), (23, 1), (-11, -22))):
+    for _t in _terms:
+        _QM[(abs(_t) // 10) * 4 + abs(_t) % 10, _e] = 2.0 if _t > 0 else -2.0
+_QI = np.eye(3).ravel()
+
+
 def quat_to_mat(q):
+    """Rotation matrices (..., 3, 3) of quaternions (..., 4) w, x, y, z (normalised here).
+
+    All products q_i q_j at once, then the entries as one product with _QM (each entry is two
+    products times +-2, exact: the same numbers as entry by entry)."""
     q = np.asarray(q, float)
     q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    R = np.empty(q.shape[:-1] + (3, 3))
-    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
-    R[..., 0, 1] = 2 * (x * y - w * z)
-    R[..., 0, 2] = 2 * (x * z + w * y)
-    R[..., 1, 0] = 2 * (x * y + w * z)
-    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
-    R[..., 1, 2] = 2 * (y * z - w * x)
-    R[..., 2, 0] = 2 * (x * z - w * y)
-    R[..., 2, 1] = 2 * (y * z + w * x)
-    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
-    return R
+    qq = (q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,))
+    return (qq @ _QM + _QI).reshape(q.shape[:-1] + (3, 3))
 
 
 def mat_to_quat(R):

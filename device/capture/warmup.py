@@ -53,6 +53,12 @@ def _run(skeleton, names, estimator, camera, dt_s):
         obs = Observation(dt_s, imu={n: (np.zeros(3), g) for n in names},
                           orient={n: np.eye(3) for n in names})
         est.step(obs)
+        if camera:
+            # the 2D markers' compiled rows and kinematics (search windows, marker updates)
+            from device.estimate.observation import Camera
+            cam = Camera.look_at(eye_m=(3.0, 0.0, 1.0), target_m=(0.0, 0.0, 1.0), f_px=600.0,
+                                 width_px=640, height_px=480)
+            est.predicted_markers2d(cam)
     if names:
         from device.body.ik_batch import OrientationIKBatch
         ik = OrientationIKBatch(sk, names, np.array([sk.home, sk.home]))

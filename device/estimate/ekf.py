@@ -39,7 +39,9 @@ from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.linalg.lapack import dtrtrs as _trtrs
 
+from device.body import dynamics_numba
 from device.body.dynamics import cholesky_lower, cholesky_solve
+from device.estimate import camera_numba
 
 
 def propagate(P, A, Q, tail=0):
@@ -286,7 +288,7 @@ class JointEKF:
         # Y = P^-1 + H' R^-1 H = P^-1 + Hs' Hs, Hs = R^-1/2 H (lower triangle, one syrk; Hs' is a
         # Fortran-order view of the C array Hs, so trans=0 gives Hs' Hs without a copy)
         Hs = H * (1.0 / np.sqrt(r))[:, None]
-        Y = _syrk(1.0, Hs.T, beta=1.0, c=Pinv, trans=0, lower=1, overwrite_c=1)
+        Y = self._add_HtH(Pinv, Hs)
         Ly, info = _potrf(Y, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return False
@@ -306,6 +308,30 @@ class JointEKF:
         # nis = y' S^-1 y = y' R^-1 y - b' dx
         self.nis = float(y @ yr - b @ dx)
         return True
+
+    def _add_HtH(self, Y, Hs):
+        """Y + Hs' Hs (lower triangle; Y Fortran order, overwritten). The measurement model's
+        row blocks whose H is zero outside the q columns (markers, fused orientations) add
+        to Y's (q, q) block only: one syrk per block over the columns it has (the whole
+        body's markers and orientations: half of the rows at a third of the width)."""
+        blocks = getattr(self.meas, "row_blocks", None)
+        n = getattr(self, "n", None)
+        if not blocks or sum(b[0] for b in blocks) != len(Hs) or all(c != n for _, c in blocks):
+            return _syrk(1.0, Hs.T, beta=1.0, c=Y, trans=0, lower=1, overwrite_c=1)
+        start, narrow = 0, []
+        for rows, cols in blocks:
+            Hb = Hs[start:start + rows]
+            start += rows
+            if cols == n:
+                narrow.append(Hb[:, :n])
+            else:
+                Y = _syrk(1.0, Hb.T, beta=1.0, c=Y, trans=0, lower=1, overwrite_c=1)
+        # Y[:n, :n] += Hb[:, :n]' Hb[:, :n] for the q-only blocks (the rest of their rows is zero)
+        Yqq = Y[:n, :n]
+        for Hb in narrow:
+            Yqq = _syrk(1.0, Hb.T, beta=1.0, c=Yqq, trans=0, lower=1, overwrite_c=1)
+        Y[:n, :n] = Yqq
+        return Y
 
     def step(self, obs):
         """Predict one dt and update with obs; returns q (ndof,) in dof units."""
@@ -342,7 +368,7 @@ class JointEKF:
             return {}
         n, m = self.n, self.model
         q = self.x[:n] + self.dt_s * self.x[n:2 * n]
-        kin = m.kinematics(q)
+        kin = dynamics_numba.kinematics(m, q) if dynamics_numba.available() else m.kinematics(q)
         sk = self.skeleton
         cache = self.__dict__.setdefault("_kind_idx", {})
         idx = cache.get(kinds)
@@ -350,25 +376,33 @@ class JointEKF:
             idx = cache[kinds] = np.array([k for k, f in enumerate(sk.features) if f.kind in kinds], int)
         if not len(idx):
             return {}
-        p, _, _ = self.meas.features(kin, idx)
-        uv = cam.project(p)
-        J = cam.project_jacobian(p) @ m.point_jacobian(kin, self.meas.f_link[idx], p)   # (K, 2, n)
+        if camera_numba.available() and kin.T is not None:
+            # the optional compiled path: the same p, uv and J in one pass
+            p, uv, J = camera_numba.marker_rows(self.meas, kin, cam, idx)
+        else:
+            p, _, _ = self.meas.features(kin, idx)
+            uv = cam.project(p)
+            J = cam.project_jacobian(p) @ m.point_jacobian(kin, self.meas.f_link[idx], p)   # (K, 2, n)
         # Sigma_uv = J P_qq J' (P_qq propagated one step: P_qq + dt^2 P_qdqd + cross terms)
         Pqq = self.P[:n, :n] + self.dt_s * (self.P[:n, n:2 * n] + self.P[n:2 * n, :n]) \
             + self.dt_s ** 2 * self.P[n:2 * n, n:2 * n]
         # (J P_qq) as one (2K, n) x (n, n) product, then its rows against J's: (K, 2, 2)
         K = len(idx)
         JP = (J.reshape(2 * K, n) @ Pqq).reshape(K, 2, n)
-        cov = np.einsum("kin,kjn->kij", JP, J)
-        # the largest eigenvalue of [[a, b], [b, d]]: (a + d) / 2 + sqrt(((a - d) / 2)^2 + b^2)
-        a, b, d = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
-        lam = 0.5 * (a + d) + np.sqrt(0.25 * (a - d) ** 2 + b * b)
-        rad = k_sigma * np.sqrt(np.maximum(lam, 0.0) + self.meas.pixel_sigma ** 2)
-        ok = np.isfinite(uv).all(axis=1)
+        if camera_numba.available():
+            # the same 2 x 2 covariances, eigenvalues and radii, compiled
+            rad, ok = camera_numba.radii(JP, J, uv, self.meas.pixel_sigma, k_sigma)
+        else:
+            cov = np.einsum("kin,kjn->kij", JP, J)
+            # the largest eigenvalue of [[a, b], [b, d]]: (a + d) / 2 + sqrt(((a - d) / 2)^2 + b^2)
+            a, b, d = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
+            lam = 0.5 * (a + d) + np.sqrt(0.25 * (a - d) ** 2 + b * b)
+            rad = k_sigma * np.sqrt(np.maximum(lam, 0.0) + self.meas.pixel_sigma ** 2)
+            ok = np.isfinite(uv).all(axis=1)
         names = self.__dict__.setdefault("_feature_names", [f.name for f in sk.features])
-        uvl, radl = uv.tolist(), rad.tolist()
+        uvl, radl, okl = uv.tolist(), rad.tolist(), ok.tolist()
         out = {}
         for k, i in enumerate(idx.tolist()):
-            if ok[k]:
+            if okl[k]:
                 out[names[i]] = (uvl[k][0], uvl[k][1], radl[k])
         return out

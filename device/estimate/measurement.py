@@ -22,7 +22,7 @@ import numpy as np
 
 from device.body.dynamics import _cross
 from device.body.ik import _rotvec
-from device.estimate import imu_numba
+from device.estimate import camera_numba, imu_numba, orient_numba
 
 
 class MeasurementModel:
@@ -131,6 +131,8 @@ class MeasurementModel:
         n = m.n
         kin = lin.kin
         zs, hs, Hs, rs = [], [], [], []
+        # (rows, non-zero columns) of each block: n for the blocks whose H has q columns only
+        self.row_blocks = blocks = []
         idx, vals = self._indices(obs.markers3d, "markers3d")
         if len(idx):
             p, _, b = self.features(kin, idx)
@@ -141,21 +143,31 @@ class MeasurementModel:
             hs.append(p.ravel())
             Hs.append(H.reshape(-1, nx))
             rs.append(np.full(3 * len(idx), self.marker_sigma ** 2))
+            blocks.append((3 * len(idx), n))
         idx, vals = self._indices(obs.markers2d, "markers2d")
         if len(idx) and obs.camera is not None:
             cam = obs.camera
-            p, _, b = self.features(kin, idx)
-            uv = cam.project(p)
+            if camera_numba.available() and kin.T is not None:
+                # the optional compiled path: p, uv and d uv / dq in one pass (same values)
+                p, uv, Juv = camera_numba.marker_rows(self, kin, cam, idx)
+            else:
+                p, _, b = self.features(kin, idx)
+                uv = cam.project(p)
+                Juv = None
             ok = np.all(np.isfinite(uv), axis=1)
             if ok.any():
                 idx, p, uv = idx[ok], p[ok], uv[ok]
-                J = m.point_jacobian(kin, self.f_link[idx], p)
                 H = np.zeros((len(idx), 2, nx))
-                H[:, :, :n] = cam.project_jacobian(p) @ J
+                if Juv is not None:
+                    H[:, :, :n] = Juv[ok]
+                else:
+                    J = m.point_jacobian(kin, self.f_link[idx], p)
+                    H[:, :, :n] = cam.project_jacobian(p) @ J
                 zs.append(np.concatenate([v for v, o in zip(vals, ok) if o]))
                 hs.append(uv.ravel())
                 Hs.append(H.reshape(-1, nx))
                 rs.append(np.full(2 * len(idx), self.pixel_sigma ** 2))
+                blocks.append((2 * len(idx), n))
         idx, vals = self._indices(obs.imu, "imu")
         if len(idx):
             z, h, H = self._imu(lin, idx, nx)
@@ -164,21 +176,27 @@ class MeasurementModel:
             Hs.append(H)
             # r: gyro_sigma^2 (x3), accel_sigma^2 (x3) per sensor
             rs.append(self._imu_const(idx)[4])
+            blocks.append((len(h), nx))
         orient = getattr(obs, "orient", None)
         idx, vals = self._indices(orient, "orient") if orient else (np.zeros(0, int), [])
         if len(idx):
             # fused orientation (BNO055): y = log(R_meas R_s') (world frame), H_q = Jw (the
             # world axes of the rotation dofs above the sensor; exact for a left perturbation)
-            _, Rs, b = self.features(kin, idx)
             Rm = np.array(vals).reshape(-1, 3, 3)
-            e = _rotvec(Rm @ Rs.transpose(0, 2, 1))
-            rmask = self._mask(b) * m.is_rot[None, :]
             H = np.zeros((len(idx), 3, nx))
-            H[:, :, :n] = kin.axis.T[None] * rmask[:, None, :]
+            if orient_numba.available() and kin.T is not None:
+                # the optional compiled path: the same residuals and columns in one pass
+                e, H[:, :, :n] = orient_numba.orient_rows(self, kin, idx, Rm)
+            else:
+                _, Rs, b = self.features(kin, idx)
+                e = _rotvec(Rm @ Rs.transpose(0, 2, 1))
+                rmask = self._mask(b) * m.is_rot[None, :]
+                H[:, :, :n] = kin.axis.T[None] * rmask[:, None, :]
             zs.append(e.ravel())
             hs.append(np.zeros(3 * len(idx)))
             Hs.append(H.reshape(-1, nx))
             rs.append(np.full(3 * len(idx), self.orient_sigma ** 2))
+            blocks.append((3 * len(idx), n))
         if not zs:
             return np.zeros(0), np.zeros(0), np.zeros((0, nx)), np.zeros(0)
         if len(zs) == 1:                      # one kind of observation: nothing to stack

@@ -79,7 +79,15 @@ class MuxChannel:
             raise
 
     def readfrom_mem_into(self, addr, reg, buf):
-        self._do(self.mux.bus.readfrom_mem_into, addr, reg, buf)
+        # _do inlined: the capture loop's every sensor read passes here (three a BNO055 a frame)
+        mux = self.mux
+        if mux._selected != self.n:
+            mux.select(self.n)
+        try:
+            mux.bus.readfrom_mem_into(addr, reg, buf)
+        except OSError:
+            mux._selected = None
+            raise
 
     def writeto_mem(self, addr, reg, buf):
         self._do(self.mux.bus.writeto_mem, addr, reg, buf)

@@ -16,6 +16,8 @@ order like scipy.ndimage.label (0.3 ms for 640 x 480 instead of 6-10 ms);
 tests/test_qa_user_bugs.py checks both paths give the same blobs.
 """
 
+import math
+
 import numpy as np
 
 from device.body.dynamics_numba import available as _compiled, numba
@@ -110,11 +112,14 @@ def detect_blobs(image, threshold=128, min_area=2, max_area=5000, offset=(0, 0),
     img = np.asarray(image)
     if (_compiled() if compiled is None else compiled) and img.ndim == 2 and img.size > 4096:
         area, tot, cu, cv, peak = _scan(np.ascontiguousarray(img), float(threshold))
-        out = []
-        for k in range(1, len(area)):
-            if min_area <= area[k] <= max_area and tot[k] > 0:
-                out.append((cu[k] / tot[k] + offset[0], cv[k] / tot[k] + offset[1], int(area[k]), int(peak[k])))
-        return out
+        # the blobs kept, all at once (the same numbers as one by one)
+        area, tot, cu, cv, peak = area[1:], tot[1:], cu[1:], cv[1:], peak[1:]
+        keep = (area >= min_area) & (area <= max_area) & (tot > 0)
+        if not keep.all():
+            area, tot, cu, cv, peak = area[keep], tot[keep], cu[keep], cv[keep], peak[keep]
+        us = (cu / tot + offset[0]).tolist()
+        vs = (cv / tot + offset[1]).tolist()
+        return list(zip(us, vs, area.astype(np.int64).tolist(), peak.astype(np.int64).tolist()))
     mask = img > threshold
     if not mask.any():
         return []
@@ -159,23 +164,36 @@ def find_markers(image, predicted, threshold=128, min_radius_px=8.0, crop_below=
         ok = np.isfinite(W).all(1)
         if not ok.any():
             return {n: None for n in names}
-        x0 = int(max(0, np.floor((W[ok, 0] - r[ok]).min() - pad)))
-        x1 = int(min(w, np.ceil((W[ok, 0] + r[ok]).max() + pad) + 1))
-        y0 = int(max(0, np.floor((W[ok, 1] - r[ok]).min() - pad)))
-        y1 = int(min(h, np.ceil((W[ok, 1] + r[ok]).max() + pad) + 1))
+        Wk, rk = (W, r) if ok.all() else (W[ok], r[ok])
+        # the windows' bounding box: (u, v) - r at its least, (u, v) + r at its most
+        lo = (Wk[:, :2] - rk[:, None]).min(0).tolist()
+        hi = (Wk[:, :2] + rk[:, None]).max(0).tolist()
+        x0 = int(max(0, math.floor(lo[0] - pad)))
+        x1 = int(min(w, math.ceil(hi[0] + pad) + 1))
+        y0 = int(max(0, math.floor(lo[1] - pad)))
+        y1 = int(min(h, math.ceil(hi[1] + pad) + 1))
         blobs = detect_blobs(img[y0:y1, x0:x1], threshold, offset=(x0, y0)) if x0 < x1 and y0 < y1 else []
         if not blobs:
             return {n: None for n in names}
-        P = np.array([predicted[n] for n in names], float)
         B = np.array([(b[0], b[1]) for b in blobs])
-        d2 = ((P[:, None, :2] - B[None]) ** 2).sum(2)
-        r2 = np.maximum(P[:, 2], min_radius_px) ** 2
+        # d2[i, j] = |window i - blob j|^2 (two (K, nb) differences: a sum over a last axis of
+        # 2 is five times slower; the same numbers)
+        du = W[:, 0, None] - B[None, :, 0]
+        dv = W[:, 1, None] - B[None, :, 1]
+        d2 = du * du + dv * dv
+        r2 = r ** 2
+        # each window's nearest blob at once (np.argmin per row: the first of equal distances),
+        # then windows in order of that distance take their blob if it is inside and free
+        jmin = d2.argmin(1)
+        inside = (d2[np.arange(len(names)), jmin] <= r2).tolist()
+        jl = jmin.tolist()
+        Bl = B.tolist()
         taken = set()
-        for i in np.argsort(d2.min(1)):
-            j = int(np.argmin(d2[i]))
-            if d2[i, j] <= r2[i] and j not in taken:
+        for i in np.argsort(d2.min(1)).tolist():
+            j = jl[i]
+            if inside[i] and j not in taken:
                 taken.add(j)
-                out[names[i]] = (float(B[j, 0]), float(B[j, 1]))
+                out[names[i]] = (Bl[j][0], Bl[j][1])
             else:
                 out[names[i]] = None
         return out
