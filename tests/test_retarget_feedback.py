@@ -180,3 +180,23 @@ def test_a_feedback_that_raises_sends_the_frame_as_planned():
         raise RuntimeError("IMU driver bug")
     summary = p.play(V, 100.0, adjust=broken)
     assert summary["adjust_errors"] == 10 and len(drv.sent) >= 10
+
+
+def test_the_sag_feed_forward_moves_across_a_change_of_support_not_in_one_frame():
+    """pose._ramp_sag: the statics' step where a foot lands or lifts spreads over the weight
+    ramp (after a landing, before a lift-off); elsewhere the feed-forward is untouched."""
+    from host.retarget.pose import _ramp_sag
+    F, n = 200, 50
+    stand_l = np.ones(F, bool)
+    stand_l[60:120] = False                 # lifts at 60, lands at 120
+    stand_r = np.ones(F, bool)
+    sag = np.zeros((F, 2))
+    sag[60:120, 0] = -4.0                   # single support: the stance hip roll gives 4 deg
+    out = _ramp_sag(sag, stand_l, stand_r, n)
+    # before the lift-off it already moves; after the landing it still moves back
+    assert out[9, 0] == 0.0 and out[60, 0] == -4.0 and out[119, 0] == -4.0 and out[170, 0] == 0.0
+    assert -4.0 < out[35, 0] < 0.0 and -4.0 < out[140, 0] < 0.0
+    assert np.max(np.abs(np.diff(out[:, 0]))) <= 4.0 / n + 1e-12
+    np.testing.assert_array_equal(out[:, 1], 0.0)
+    # no change of support: nothing changes
+    np.testing.assert_array_equal(_ramp_sag(sag, np.ones(F, bool), stand_r, n), sag)

@@ -312,7 +312,8 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
                 converge_first=L == 0, lead=L)
     deg = body.to_servo_deg(qs[:, body.qadr])
     if humanoid and swing_l is not None:
-        deg = deg + body.to_servo_deg(_sag(body, qs, ~swing_l, ~swing_r))
+        sag = _sag(body, qs, ~swing_l, ~swing_r)
+        deg = deg + body.to_servo_deg(_ramp_sag(sag, ~swing_l, ~swing_r, int(round(WEIGHT_RAMP_S * out_fps))))
     deg = _limit(deg, body, out_fps)
     qfinal = qs.copy()
     qfinal[:, body.qadr] = body.to_model_rad(deg)
@@ -367,6 +368,28 @@ def _sag(body, qs, stand_l, stand_r):
         wrench = np.linalg.lstsq(Jc[:, :6].T, bias[:6], rcond=None)[0]
         tau = bias[body.dadr] - Jc[:, body.dadr].T @ wrench
         out[f] = tau / k_nm_per_rad
+    return out
+
+
+def _ramp_sag(sag, stand_l, stand_r, n):
+    """The feed-forward of _sag moved across each change of support over n frames, as the weight
+    moves (the weight schedule's ramp), not in one frame: the statics switch between one foot
+    and two at the instant a foot lifts or lands, and a 4 deg step in a hip roll's command at a
+    landing kicked the OP3 twin's feet 12 mm along the floor (05_20-daz at 27.4 s). Before a
+    lift-off the load is already on the stance foot (the weight moved over the n frames before):
+    the change is spread over [f - n, f]; after a landing it moves over [f, f + n]."""
+    out = sag.copy()
+    F = sag.shape[0]
+    if n < 2 or F < 3:
+        return out
+    for flag in (np.asarray(stand_l, bool), np.asarray(stand_r, bool)):
+        for f in np.flatnonzero(np.diff(flag.astype(np.int8))) + 1:
+            a, b = (max(0, f - n), f) if not flag[f] else (f - 1, min(F - 1, f + n))
+            if b - a < 2:
+                continue
+            # linear between the two ends: out[a + i] = out[a] + (out[b] - out[a]) i / (b - a)
+            w = (np.arange(b - a + 1) / float(b - a))[:, None]
+            out[a:b + 1] = (1 - w) * sag[a] + w * sag[b]
     return out
 
 
