@@ -6,7 +6,9 @@
 
 --physics ROBOT puts the robot's MuJoCo twin (host/physics) behind the servos, stepped in
 real time (wall-clock paced) in the background: Present Position, Load and Moving come from
-the simulated joints; goals, torque enable and profiles drive its servo models.
+the simulated joints; goals, torque enable and profiles drive its servo models. The bus is then
+paced at the robot's baud (--line-baud B sets it, for any controller): a request and its reply
+take their wire time, as on the hardware (device/servo/emulate/pty.py).
     motionstaff emulate pico --robot myrobot --log servos.csv   # the real firmware on an emulated RP2040
 
 Serves until SIGINT/SIGTERM (SIGUSR1 writes the log at once), then writes the timeline (time, servo, position in controller
@@ -29,6 +31,9 @@ def add_arguments(p):
                    help="Maestro serial timeout in s (0 = off), bus watchdog ticks for Dynamixel")
     p.add_argument("--physics", metavar="ROBOT",
                    help="a simulated robot body behind the servos (op3-dynamixel, so101-feetech)")
+    p.add_argument("--line-baud", type=int, default=None,
+                   help="pace the bus at this baud (each request and reply takes its wire time, "
+                        "half duplex); default: the --physics robot's baud, else unpaced")
     from host import pico_emulator
     pico_emulator.add_arguments(p)   # pico: --robot/--config/--firmware (host/pico_emulator.py)
 
@@ -96,7 +101,13 @@ def run(args):
     old = [signal.signal(signal.SIGINT, handler), signal.signal(signal.SIGTERM, handler)]
     if args.log and hasattr(signal, "SIGUSR1"):
         signal.signal(signal.SIGUSR1, lambda signum, frame: emu.write_log(args.log))   # on request
-    srv = PtyServer(emu).start()
+    baud = args.line_baud
+    if baud is not None and baud <= 0:
+        raise ValueError("--line-baud %d: must be a positive baud rate" % baud)
+    if baud is None and twin is not None:
+        baud = twin.rm.description.baud
+    from host.physics.simport import REPLY_DELAY_S
+    srv = PtyServer(emu, baud=baud, reply_delay_s=REPLY_DELAY_S.get(args.controller, 0.0) if baud else 0.0).start()
     stepper = None
     if twin is not None:
         stepper = threading.Thread(target=twin.run_realtime, args=(stop,), name="twin", daemon=True)

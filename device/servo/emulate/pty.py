@@ -5,15 +5,29 @@
 
 A thread reads the master side (select with a timeout, so stop() is prompt), hands the bytes
 to emulator.feed() and writes back its replies; on a quiet line it calls emulator.poll() if it
-has one (the native emulator: the receiver firmware's loop, so its failsafe times out). The
-bytes are not paced here; the live link's paced twin is serialtwin.py. disconnect()/reconnect() simulate a port that
-disappears and comes back (the slave side is closed and a new pty is made at a new path).
+has one (the native emulator: the receiver firmware's loop, so its failsafe times out).
+disconnect()/reconnect() simulate a port that disappears and comes back (the slave side is
+closed and a new pty is made at a new path).
+
+With baud, the bytes take their wire time on a half-duplex bus (a Dynamixel, Feetech or LX-16A
+line; 10 bits a byte, 8N1), on the server's clock (wall time; a test passes its own clock and
+sleep): a request of n bytes is in once the line has carried it, and the reply of m bytes after
+it, so the client sees the reply no sooner than the hardware would give it:
+
+    line_t = max(line_t, t_read) + n * 10 / baud      (the emulator acts then)
+    line_t = line_t + reply_delay_s + m * 10 / baud    (the reply is written then)
+
+Without baud nothing is paced (the live link's paced twin with buffers and faults is
+serialtwin.py).
 """
 
 import os
 import select
 import threading
+import time
 import tty
+
+BITS_PER_BYTE = 10
 
 
 def close_fds(*fds):
@@ -27,8 +41,12 @@ def close_fds(*fds):
 
 
 class PtyServer:
-    def __init__(self, emulator):
+    def __init__(self, emulator, baud=None, reply_delay_s=0.0, clock=time.monotonic, sleep=time.sleep):
         self.emulator = emulator
+        self.baud = float(baud) if baud else None
+        self.reply_delay_s = float(reply_delay_s)
+        self.clock, self.sleep = clock, sleep
+        self.line_t = 0.0           # (paced) when the line is free again, on clock()
         self._stop = threading.Event()
         self._thread = None
         self.master = None
@@ -76,12 +94,23 @@ class PtyServer:
             if not data:
                 continue
             self.bytes_in += len(data)
+            if self.baud:
+                self._wait_line(len(data), 0.0)
             reply = self.emulator.feed(data)
+            if reply and self.baud:
+                self._wait_line(len(reply), self.reply_delay_s)
             if reply:
                 try:
                     os.write(master, reply)
                 except OSError:
                     pass
+
+    def _wait_line(self, nbytes, delay_s):
+        """Until the half-duplex line has carried nbytes more (after delay_s), on clock()."""
+        self.line_t = max(self.line_t, self.clock()) + delay_s + nbytes * BITS_PER_BYTE / self.baud
+        d = self.line_t - self.clock()
+        if d > 0:
+            self.sleep(d)
 
     def stop(self):
         self._stop.set()
