@@ -180,3 +180,36 @@ def test_a_feedback_that_raises_sends_the_frame_as_planned():
         raise RuntimeError("IMU driver bug")
     summary = p.play(V, 100.0, adjust=broken)
     assert summary["adjust_errors"] == 10 and len(drv.sent) >= 10
+
+
+@pytest.mark.parametrize("bad", [lambda k, c: None, lambda k, c: 3, lambda k, c: (v for v in c)])
+def test_an_adjust_that_returns_no_column_sends_the_frame_as_planned(bad):
+    """A feedback that forgets to return (None), or returns what is not a column: the frame as
+    planned, counted, never a play loop that dies with the servos holding mid-motion."""
+    robot = load_robot(ROBOT)
+    clock = _Clock()
+    drv, ref = _Driver(), _Driver()
+    names = [s.name for s in robot.servos]
+    V = np.repeat(np.array([s.home_deg for s in robot.servos])[:, None], 10, axis=1)
+    V[0] += np.linspace(0.0, 5.0, 10)
+    summary = Player(robot, drv, row_names=names, clock=clock, sleep=clock.sleep).play(V, 100.0, adjust=bad)
+    clock = _Clock()
+    Player(robot, ref, row_names=names, clock=clock, sleep=clock.sleep).play(V, 100.0)
+    assert summary["adjust_errors"] == 10 and drv.sent == ref.sent
+
+
+def test_an_adjust_that_changes_the_column_and_then_raises_sends_the_plan():
+    robot = load_robot(ROBOT)
+    names = [s.name for s in robot.servos]
+    V = np.repeat(np.array([s.home_deg for s in robot.servos])[:, None], 10, axis=1)
+
+    def half_done(k, c):
+        c[0] = c[0] + 30.0               # (a feedback that works in place and fails half way)
+        raise RuntimeError("IMU driver bug")
+    sent = []
+    for adjust in (half_done, None):
+        clock, drv = _Clock(), _Driver()
+        Player(robot, drv, row_names=names, clock=clock, sleep=clock.sleep).play(V, 100.0, adjust=adjust)
+        sent.append(drv.sent)
+    assert sent[0] == sent[1]
+
