@@ -213,3 +213,34 @@ def test_an_adjust_that_changes_the_column_and_then_raises_sends_the_plan():
         sent.append(drv.sent)
     assert sent[0] == sent[1]
 
+
+@pytest.mark.parametrize("imu", [lambda: ((np.nan, 0, 1), (0, 0, 0)), lambda: ((0, 0, 0), (0, 0, 0)),
+                                 lambda: ((0, 1), (0, 0, 0)), lambda: ((0, 0, 1), (np.inf, 0, 0)),
+                                 lambda: (_ for _ in ()).throw(RuntimeError("bus")), lambda: {}["g"]])
+def test_an_imu_sample_that_is_not_one_is_counted_missed(imu):
+    """The docstring's promise: an IMU that does not answer (NaN, a zero vector, a malformed
+    sample, any exception of its driver) leaves the frame as planned and is counted in
+    `missed`, which the simulation's report gives as imu_missed; on one foot and on both."""
+    for contacts in ((np.zeros(5, bool), np.ones(5, bool)), (np.ones(5, bool), np.ones(5, bool))):
+        res = _Res(contacts=contacts)
+        fb = StaffFeedback(res, ROBOT, imu=imu)
+        col = _column(res)
+        assert fb(0, col) == col and fb(1, col) == col
+        assert fb.missed == 2
+
+
+def test_a_feedback_that_fails_on_every_frame_shows_in_the_report(monkeypatch):
+    """A run whose feedback raised on every frame played open loop: the report must say so
+    (feedback.adjust_errors), not look like a closed loop with no IMU sample missed."""
+    from host.formats import read_motion
+    from host.physics.simulate import run_simulation
+    import host.retarget.feedback as feedback
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    full = read_motion(os.path.join(repo, "host", "data", "131_03_short.bvh"))
+    st = Staff(full.values[:, :12], full.rows, fps=full.fps, bits=full.bits, skeleton=full.skeleton, meta=full.meta)
+
+    def broken(self, k, column):
+        raise IndexError("a plan shorter than its contacts")
+    monkeypatch.setattr(feedback.StaffFeedback, "__call__", broken)
+    rep = run_simulation(st, ROBOT, feedback=True).report
+    assert rep["feedback"]["adjust_errors"] == rep["frames"] > 0
