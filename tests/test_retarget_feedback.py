@@ -244,3 +244,34 @@ def test_a_feedback_that_fails_on_every_frame_shows_in_the_report(monkeypatch):
     monkeypatch.setattr(feedback.StaffFeedback, "__call__", broken)
     rep = run_simulation(st, ROBOT, feedback=True).report
     assert rep["feedback"]["adjust_errors"] == rep["frames"] > 0
+
+
+def _short_clip(tmp_path):
+    from host.formats import read_motion, write_motion
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    full = read_motion(os.path.join(repo, "host", "data", "131_03_short.bvh"))
+    st = Staff(full.values[:, :12], full.rows, fps=full.fps, bits=full.bits, skeleton=full.skeleton, meta=full.meta)
+    src = tmp_path / "clip.bvh"
+    write_motion(str(src), st)
+    return st, src
+
+
+@pytest.mark.parametrize("extra", [["--row-copy"], ["--no-balance"], ["--robot", "so101-feetech"]])
+def test_simulate_imu_feedback_where_there_is_none_to_give_is_an_error(tmp_path, capsys, extra):
+    """--imu-feedback with no plan of single supports to feed back on (the row copy, no
+    balance, an arm): one line, exit 2, not an open-loop run whose text says closed loop
+    ("IMU feedback at the ankles (at most 0.0 deg)") or says nothing."""
+    from host.cli import main
+    _, src = _short_clip(tmp_path)
+    robot = [] if "--robot" in extra else ["--robot", ROBOT]
+    assert main(["simulate", str(src), "--imu-feedback"] + robot + extra) == 2
+    assert "--imu-feedback" in capsys.readouterr().err
+
+
+def test_a_plan_without_support_phases_reports_open_loop(tmp_path):
+    """run_simulation(feedback=True) on a plan without balance (no single supports known): the
+    feedback could never act, so the report says open loop (feedback null)."""
+    from host.physics.simulate import run_simulation
+    st, _ = _short_clip(tmp_path)
+    rep = run_simulation(st, ROBOT, balance=False, feedback=True).report
+    assert rep["feedback"] is None

@@ -164,7 +164,9 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     cpu0 = time.process_time()
     player.start()
     fb = None
-    if feedback and res is not None and getattr(res, "qpos", None) is not None and rm.humanoid:
+    # (a plan without its single supports, no balance: the feedback would never act, open loop)
+    if feedback and res is not None and getattr(res, "qpos", None) is not None and rm.humanoid \
+            and getattr(res, "contacts", None) is not None:
         from host.retarget.feedback import StaffFeedback
         fb = StaffFeedback(res, rm.name, twin.imu)
     summary = player.play(played.values, played.fps, on_frame=on_frame, adjust=fb)
