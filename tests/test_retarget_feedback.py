@@ -200,3 +200,98 @@ def test_the_sag_feed_forward_moves_across_a_change_of_support_not_in_one_frame(
     np.testing.assert_array_equal(out[:, 1], 0.0)
     # no change of support: nothing changes
     np.testing.assert_array_equal(_ramp_sag(sag, np.ones(F, bool), stand_r, n), sag)
+
+
+@pytest.mark.parametrize("bad", [lambda k, c: None, lambda k, c: 3, lambda k, c: (v for v in c)])
+def test_an_adjust_that_returns_no_column_sends_the_frame_as_planned(bad):
+    """A feedback that forgets to return (None), or returns what is not a column: the frame as
+    planned, counted, never a play loop that dies with the servos holding mid-motion."""
+    robot = load_robot(ROBOT)
+    clock = _Clock()
+    drv, ref = _Driver(), _Driver()
+    names = [s.name for s in robot.servos]
+    V = np.repeat(np.array([s.home_deg for s in robot.servos])[:, None], 10, axis=1)
+    V[0] += np.linspace(0.0, 5.0, 10)
+    summary = Player(robot, drv, row_names=names, clock=clock, sleep=clock.sleep).play(V, 100.0, adjust=bad)
+    clock = _Clock()
+    Player(robot, ref, row_names=names, clock=clock, sleep=clock.sleep).play(V, 100.0)
+    assert summary["adjust_errors"] == 10 and drv.sent == ref.sent
+
+
+def test_an_adjust_that_changes_the_column_and_then_raises_sends_the_plan():
+    robot = load_robot(ROBOT)
+    names = [s.name for s in robot.servos]
+    V = np.repeat(np.array([s.home_deg for s in robot.servos])[:, None], 10, axis=1)
+
+    def half_done(k, c):
+        c[0] = c[0] + 30.0               # (a feedback that works in place and fails half way)
+        raise RuntimeError("IMU driver bug")
+    sent = []
+    for adjust in (half_done, None):
+        clock, drv = _Clock(), _Driver()
+        Player(robot, drv, row_names=names, clock=clock, sleep=clock.sleep).play(V, 100.0, adjust=adjust)
+        sent.append(drv.sent)
+    assert sent[0] == sent[1]
+
+
+@pytest.mark.parametrize("imu", [lambda: ((np.nan, 0, 1), (0, 0, 0)), lambda: ((0, 0, 0), (0, 0, 0)),
+                                 lambda: ((0, 1), (0, 0, 0)), lambda: ((0, 0, 1), (np.inf, 0, 0)),
+                                 lambda: (_ for _ in ()).throw(RuntimeError("bus")), lambda: {}["g"]])
+def test_an_imu_sample_that_is_not_one_is_counted_missed(imu):
+    """The docstring's promise: an IMU that does not answer (NaN, a zero vector, a malformed
+    sample, any exception of its driver) leaves the frame as planned and is counted in
+    `missed`, which the simulation's report gives as imu_missed; on one foot and on both."""
+    for contacts in ((np.zeros(5, bool), np.ones(5, bool)), (np.ones(5, bool), np.ones(5, bool))):
+        res = _Res(contacts=contacts)
+        fb = StaffFeedback(res, ROBOT, imu=imu)
+        col = _column(res)
+        assert fb(0, col) == col and fb(1, col) == col
+        assert fb.missed == 2
+
+
+def test_a_feedback_that_fails_on_every_frame_shows_in_the_report(monkeypatch):
+    """A run whose feedback raised on every frame played open loop: the report must say so
+    (feedback.adjust_errors), not look like a closed loop with no IMU sample missed."""
+    from host.formats import read_motion
+    from host.physics.simulate import run_simulation
+    import host.retarget.feedback as feedback
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    full = read_motion(os.path.join(repo, "host", "data", "131_03_short.bvh"))
+    st = Staff(full.values[:, :12], full.rows, fps=full.fps, bits=full.bits, skeleton=full.skeleton, meta=full.meta)
+
+    def broken(self, k, column):
+        raise IndexError("a plan shorter than its contacts")
+    monkeypatch.setattr(feedback.StaffFeedback, "__call__", broken)
+    rep = run_simulation(st, ROBOT, feedback=True).report
+    assert rep["feedback"]["adjust_errors"] == rep["frames"] > 0
+
+
+def _short_clip(tmp_path):
+    from host.formats import read_motion, write_motion
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    full = read_motion(os.path.join(repo, "host", "data", "131_03_short.bvh"))
+    st = Staff(full.values[:, :12], full.rows, fps=full.fps, bits=full.bits, skeleton=full.skeleton, meta=full.meta)
+    src = tmp_path / "clip.bvh"
+    write_motion(str(src), st)
+    return st, src
+
+
+@pytest.mark.parametrize("extra", [["--row-copy"], ["--no-balance"], ["--robot", "so101-feetech"]])
+def test_simulate_imu_feedback_where_there_is_none_to_give_is_an_error(tmp_path, capsys, extra):
+    """--imu-feedback with no plan of single supports to feed back on (the row copy, no
+    balance, an arm): one line, exit 2, not an open-loop run whose text says closed loop
+    ("IMU feedback at the ankles (at most 0.0 deg)") or says nothing."""
+    from host.cli import main
+    _, src = _short_clip(tmp_path)
+    robot = [] if "--robot" in extra else ["--robot", ROBOT]
+    assert main(["simulate", str(src), "--imu-feedback"] + robot + extra) == 2
+    assert "--imu-feedback" in capsys.readouterr().err
+
+
+def test_a_plan_without_support_phases_reports_open_loop(tmp_path):
+    """run_simulation(feedback=True) on a plan without balance (no single supports known): the
+    feedback could never act, so the report says open loop (feedback null)."""
+    from host.physics.simulate import run_simulation
+    st, _ = _short_clip(tmp_path)
+    rep = run_simulation(st, ROBOT, balance=False, feedback=True).report
+    assert rep["feedback"] is None

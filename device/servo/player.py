@@ -300,10 +300,15 @@ class Player:
                 column = col(k)
                 if adjust is not None:
                     try:
-                        column = adjust(k, column)
+                        # (a copy: an adjust that changes it in place and then fails cannot
+                        # change the plan; what it returns must be a column, by row or dict)
+                        adjusted = adjust(k, list(column))
+                        len(adjusted)
+                        column = adjusted
                     except Exception:
-                        # a feedback that failed this frame: the frame as planned, counted,
-                        # never a play loop that ends with the servos holding
+                        # a feedback that failed this frame (raised, or returned no column:
+                        # None): the frame as planned, counted, never a play loop that ends
+                        # with the servos holding
                         self.stats["adjust_errors"] = self.stats.get("adjust_errors", 0) + 1
                 self.send_frame(column, t0 + j * step_s)
                 if on_frame is not None:

@@ -72,6 +72,13 @@ def run(args):
         staff.meta["source"] = args.staff           # what one-line errors name
     if args.compare and staff.skeleton is None:
         raise ValueError("%s: --compare needs a person's motion (this staff has no skeleton)" % args.staff)
+    if args.imu_feedback and (args.row_copy or args.no_balance or not rm.humanoid or staff.skeleton is None):
+        # (the feedback acts on the balanced plan's single supports: without one it would be an
+        # open-loop run said to be closed loop)
+        why = ("--row-copy" if args.row_copy else "--no-balance" if args.no_balance else
+               "%s is not a humanoid" % rm.name if not rm.humanoid else "this staff has no skeleton")
+        raise ValueError("%s: --imu-feedback needs a person's motion retargeted with balance onto a "
+                         "humanoid (%s)" % (args.staff, why))
     run_ = run_simulation(staff, rm, seed=args.seed, balance=not args.no_balance,
                           pose=not args.row_copy, mapping=args.mapping,
                           record=bool(args.output or args.record), feedback=args.imu_feedback)

@@ -164,7 +164,9 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     cpu0 = time.process_time()
     player.start()
     fb = None
-    if feedback and res is not None and getattr(res, "qpos", None) is not None and rm.humanoid:
+    # (a plan without its single supports, no balance: the feedback would never act, open loop)
+    if feedback and res is not None and getattr(res, "qpos", None) is not None and rm.humanoid \
+            and getattr(res, "contacts", None) is not None:
         from host.retarget.feedback import StaffFeedback
         fb = StaffFeedback(res, rm.name, twin.imu)
     summary = player.play(played.values, played.fps, on_frame=on_frame, adjust=fb)
@@ -193,7 +195,9 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         "mapping": "pose" if res is not None else getattr(desc, "mapping_used", None),
         "servos_driven": len(driven),
         "limiter_clamped": summary["limiter_clamped"],
+        # (adjust_errors: frames the feedback raised on, sent as planned, open loop)
         "feedback": None if fb is None else {"frames": fb.frames, "imu_missed": fb.missed,
+                                             "adjust_errors": summary.get("adjust_errors", 0),
                                              "max_ankle_deg": round(fb.max_dq_deg, 2)},
         "sim_s": round(twin.time_s, 3),
         "wall_s": round(wall, 3),

@@ -16,11 +16,11 @@ at the standing ankles) on each frame the player sends: frame k's servo degrees 
 clipped to the description's limits (the player's limiter after it stays the last word), on
 one foot only (standing[k] for one side, the plan's support; gain_k fades it in over RAMP_S
 after the lift-off and out before the landing): with both soles down the ankles would fight
-through the floor. An
-IMU that does not answer (OSError, None, NaN) leaves that frame as planned, counted in
-`missed`. Where a frame's plan is not known (a staff of the robot's own rows, no `res.qpos`)
-nothing is added. The real robot needs an IMU source for it: the OP3's OpenCR board is not
-read yet, so `motionstaff play` on a real OP3 plays open loop.
+through the floor. An IMU that does not answer (any exception, None, NaN, inf, a zero
+vector) leaves that frame as planned, counted in `missed`. Where a frame's plan is not known
+(a staff of the robot's own rows, no `res.qpos`) nothing is added. The real robot needs an IMU
+source for it: the OP3's OpenCR board is not read yet, so `motionstaff play` on a real OP3
+plays open loop.
 """
 
 import numpy as np
@@ -71,9 +71,14 @@ class StaffFeedback:
             return column
         try:
             g, w = self.imu()
-        except (OSError, TypeError, ValueError):
+            g = np.asarray(g, float).reshape(3)
+            w = np.asarray(w, float).reshape(3)
+        except Exception:
+            # (whatever the IMU's driver raises: OSError, a bus error, a bug, a sample not two
+            # 3-vectors, None)
             g = w = None
-        if g is None or w is None:
+        if g is None or not (np.all(np.isfinite(g)) and np.all(np.isfinite(w)) and np.max(np.abs(g)) > 1e-9):
+            # no usable sample (NaN, inf, a zero vector: what AnkleStabiliser.correct would not use)
             self.missed += 1
             return column
         stance = {"l": bool(self.standing[0][k]), "r": bool(self.standing[1][k])}
