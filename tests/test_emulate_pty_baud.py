@@ -109,3 +109,31 @@ def test_a_sync_read_waits_for_each_servos_return_delay():
     assert got.count(dx.HEADER) == 3
     want = (len(req) + len(got)) * BITS_PER_BYTE / 57600 + 3 * 0.0005
     assert sum(clock.slept) == pytest.approx(want, rel=1e-9)
+
+
+def test_a_reconnected_line_starts_free():
+    """stop() ends a wait with the line still busy (line_t ahead of the clock): the pty that
+    reconnect() opens is a new line, its first read waits for its own bytes only (it waited
+    for the rest of the old 4 KB burst too, 4.3 s at 9600)."""
+    clock = FakeClock()
+    emu = make_emulator("dynamixel")
+    waits = []
+    # the first session's waits are cut short (as stop() cuts them): the clock does not move
+    srv = PtyServer(emu, baud=9600, clock=clock, sleep=waits.append).start()
+    fd = os.open(srv.path, os.O_RDWR | os.O_NOCTTY)
+    try:
+        os.write(fd, bytes(4096))
+        assert emu.wait_for(lambda e: srv.bytes_in >= 4096, 30.0)
+    finally:
+        os.close(fd)
+        srv.stop()
+    assert srv.line_t > clock() + 4.0
+    srv.sleep = clock.sleep
+    srv.reconnect()
+    drv = open_driver("dynamixel", srv.path)
+    try:
+        assert drv.read_position(1) is not None
+    finally:
+        drv.close()
+        srv.stop()
+    assert sum(clock.slept) == pytest.approx((14 + 15) * BITS_PER_BYTE / 9600, rel=1e-9)

@@ -66,6 +66,7 @@ class PtyServer:
 
     def start(self):
         self._open()
+        self.line_t = 0.0           # a new line: nothing of a stopped session's bytes on it
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="pty-%s" % self.emulator.NAME, daemon=True)
         self._thread.start()
