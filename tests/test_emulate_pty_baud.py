@@ -49,16 +49,21 @@ def test_a_read_waits_for_its_request_and_reply_on_the_wire():
     assert sum(clock.slept) == pytest.approx(want, rel=1e-9)
 
 
-def test_unpaced_without_a_baud():
-    emu = make_emulator("dynamixel")
-    slept = []
-    srv = PtyServer(emu, sleep=slept.append).start()
+def _read_once(srv):
+    """One Present Position read through the running server, then stop it."""
     drv = open_driver("dynamixel", srv.path)
     try:
         assert drv.read_position(1) is not None
     finally:
         drv.close()
         srv.stop()
+
+
+def test_unpaced_without_a_baud():
+    emu = make_emulator("dynamixel")
+    slept = []
+    srv = PtyServer(emu, sleep=slept.append).start()
+    _read_once(srv)
     assert slept == []
 
 
@@ -130,10 +135,5 @@ def test_a_reconnected_line_starts_free():
     assert srv.line_t > clock() + 4.0
     srv.sleep = clock.sleep
     srv.reconnect()
-    drv = open_driver("dynamixel", srv.path)
-    try:
-        assert drv.read_position(1) is not None
-    finally:
-        drv.close()
-        srv.stop()
+    _read_once(srv)
     assert sum(clock.slept) == pytest.approx((14 + 15) * BITS_PER_BYTE / 9600, rel=1e-9)
