@@ -371,3 +371,28 @@ def test_information_update_by_row_blocks_equals_one_product(setup):
     est.meas = type("_NoBlocks", (), {})()
     np.testing.assert_allclose(np.tril(est._add_HtH(Y0.copy(order="F"), Hs)), want, rtol=0,
                                atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.skipif(dynamics_numba.numba is None, reason="numba is not installed (optional)")
+def test_compiled_rows_take_one_variant_of_the_feature_indices(setup):
+    """The measurement model's cached indices are read-only (_indices), the search windows' and
+    a frame's with a missing sensor writable: numba compiles one variant per kind, so the one
+    warm-up did not run (the 2D marker update with every marker seen: read-only) compiled or
+    loaded from its cache inside a timed frame. The kernels see one kind: writable."""
+    from device.estimate import camera_numba, orient_numba
+    from device.estimate.observation import Camera
+    sk, model, rng, q = setup
+    mm = MeasurementModel(model)
+    kin = dynamics_numba.kinematics(model, q)
+    cam = Camera.look_at(eye_m=(3.0, 0.5, 1.0), target_m=(0, 0, 0.9), f_px=600, width_px=640, height_px=480)
+    for kind in ("marker", "imu"):
+        idx = np.array([k for k, f in enumerate(sk.features) if f.kind == kind], int)
+        ro = idx.copy()
+        ro.flags.writeable = False
+        for i in (idx, ro):
+            if kind == "marker":
+                camera_numba.marker_rows(mm, kin, cam, i)
+            else:
+                orient_numba.orient_rows(mm, kin, i, np.broadcast_to(np.eye(3), (len(i), 3, 3)))
+    for kernel in (camera_numba._rows, orient_numba._rows):
+        assert all(sig[1].mutable for sig in kernel.signatures), kernel.signatures

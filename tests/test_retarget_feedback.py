@@ -202,6 +202,30 @@ def test_the_sag_feed_forward_moves_across_a_change_of_support_not_in_one_frame(
     np.testing.assert_array_equal(_ramp_sag(sag, np.ones(F, bool), stand_r, n), sag)
 
 
+def test_the_sag_feed_forward_stays_continuous_where_a_lift_follows_a_landing_within_two_ramps():
+    """pose._ramp_sag: the other foot lifts as soon as _swings lets it after a landing (the
+    weight's ramp and SETTLE_S), so the landing's ramp [f - 1, f + n] and the lift's [g - n, g]
+    overlap (dataset-1_dance-short does this once). The second ramp must start from where the
+    first left the feed-forward, not from the raw statics: that was a 3.2 deg step in one frame,
+    the very step the ramps are for."""
+    from host.retarget.pose import SETTLE_S, WEIGHT_RAMP_S, _ramp_sag, _swings
+    fps, F = 100.0, 300
+    n = int(round(WEIGHT_RAMP_S * fps))
+    cl, cr = np.ones(F, bool), np.ones(F, bool)
+    cl[60:120] = False                      # the person lifts the left foot, then the right
+    cr[150:240] = False
+    sl, sr = _swings(cl, cr, fps, [])
+    g = int(np.flatnonzero(sr)[0])
+    assert g == 120 + int(np.ceil((WEIGHT_RAMP_S + SETTLE_S) * fps)) and g - n < 120 + n
+    sag = np.zeros((F, 1))
+    sag[sl, 0] = -4.0                       # on the right foot
+    sag[sr, 0] = 4.0                        # on the left foot
+    out = _ramp_sag(sag, ~sl, ~sr, n)
+    assert out[60, 0] == -4.0 and out[119, 0] == -4.0 and out[g, 0] == 4.0 and out[F - 1, 0] == 0.0
+    # 8 deg from the right foot's statics to the left's, no step above 8 deg over a ramp
+    assert np.max(np.abs(np.diff(out[:, 0]))) <= 8.0 / n + 1e-12
+
+
 @pytest.mark.parametrize("bad", [lambda k, c: None, lambda k, c: 3, lambda k, c: (v for v in c)])
 def test_an_adjust_that_returns_no_column_sends_the_frame_as_planned(bad):
     """A feedback that forgets to return (None), or returns what is not a column: the frame as

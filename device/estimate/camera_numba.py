@@ -119,7 +119,9 @@ def marker_rows(meas, kin, cam, idx):
     MeasurementModel at kin (device.body.dynamics.Kinematics) through the Camera cam."""
     fbw, fb, frame, anc, rot = feature_arrays(meas)
     KR = cam.K @ cam.R
-    return _rows(np.ascontiguousarray(kin.T), np.ascontiguousarray(idx, np.int64), fbw, fb, frame,
+    # idx copied: numba compiles a read-only array (the measurement model's cached indices) as
+    # a type of its own, one warm-up would not load
+    return _rows(np.ascontiguousarray(kin.T), np.array(idx, np.int64), fbw, fb, frame,
                  anc, rot, np.ascontiguousarray(kin.axis), np.ascontiguousarray(kin.origin_m),
                  np.ascontiguousarray(cam.R, float), np.ascontiguousarray(cam.t, float),
                  np.ascontiguousarray(cam.K, float), KR)

@@ -69,7 +69,7 @@ def orient_rows(meas, kin, idx, Rm):
     from device.body.ik import _rotvec
     from device.estimate.camera_numba import feature_arrays
     fbw, fb, frame, anc, rot = feature_arrays(meas)
-    idx = np.ascontiguousarray(idx, np.int64)
+    idx = np.array(idx, np.int64)     # writable: one compiled variant (camera_numba.marker_rows)
     Rm = np.ascontiguousarray(Rm, float)
     e, H, big = _rows(np.ascontiguousarray(kin.T), idx, fbw, fb, frame, Rm, anc, rot,
                       np.ascontiguousarray(kin.axis))

@@ -388,8 +388,10 @@ def _ramp_sag(sag, stand_l, stand_r, n):
             if b - a < 2:
                 continue
             # linear between the two ends: out[a + i] = out[a] + (out[b] - out[a]) i / (b - a)
+            # (the ends as they stand: a ramp overlapping an earlier one starts where it left
+            # off; from sag[a] it was a step at a, 3.2 deg on dataset-1_dance-short)
             w = (np.arange(b - a + 1) / float(b - a))[:, None]
-            out[a:b + 1] = (1 - w) * sag[a] + w * sag[b]
+            out[a:b + 1] = (1 - w) * out[a] + w * out[b]
     return out
 
 

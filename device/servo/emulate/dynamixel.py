@@ -62,6 +62,12 @@ class DynamixelEmulator(Emulator):
         self.last_packet = self.clock()
         self.watchdog_tripped = set()
 
+    def status_packets(self, reply):
+        """How many status packets a reply holds (each servo waits its Return Delay Time before
+        its own: PtyServer's pacing). The stuffing keeps the header out of the parameters (a
+        CRC after parameters ending FF FF may mimic it: one delay too many, never too few)."""
+        return reply.count(dx.HEADER)
+
     def _feed(self, data):
         self.buf += data
         out = b""

@@ -15,7 +15,10 @@ sleep): a request of n bytes is in once the line has carried it, and the reply o
 it, so the client sees the reply no sooner than the hardware would give it:
 
     line_t = max(line_t, t_read) + n * 10 / baud      (the emulator acts then)
-    line_t = line_t + reply_delay_s + m * 10 / baud    (the reply is written then)
+    line_t = line_t + k * reply_delay_s + m * 10 / baud    (the reply is written then)
+
+(k status packets in the reply, emulator.status_packets(reply), else 1: in a sync read each
+servo answers after its own return delay, in turn.)
 
 Without baud nothing is paced (the live link's paced twin with buffers and faults is
 serialtwin.py).
@@ -41,13 +44,14 @@ def close_fds(*fds):
 
 
 class PtyServer:
-    def __init__(self, emulator, baud=None, reply_delay_s=0.0, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, emulator, baud=None, reply_delay_s=0.0, clock=time.monotonic, sleep=None):
         self.emulator = emulator
         self.baud = float(baud) if baud else None
         self.reply_delay_s = float(reply_delay_s)
-        self.clock, self.sleep = clock, sleep
-        self.line_t = 0.0           # (paced) when the line is free again, on clock()
         self._stop = threading.Event()
+        # the wait ends at stop() (a 4 KB burst at 9600 baud is 4.3 s on the wire)
+        self.clock, self.sleep = clock, (sleep if sleep is not None else self._stop.wait)
+        self.line_t = 0.0           # (paced) when the line is free again, on clock()
         self._thread = None
         self.master = None
         self.slave = None
@@ -62,6 +66,7 @@ class PtyServer:
 
     def start(self):
         self._open()
+        self.line_t = 0.0           # a new line: nothing of a stopped session's bytes on it
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="pty-%s" % self.emulator.NAME, daemon=True)
         self._thread.start()
@@ -96,9 +101,14 @@ class PtyServer:
             self.bytes_in += len(data)
             if self.baud:
                 self._wait_line(len(data), 0.0)
+                if self._stop.is_set():
+                    return
             reply = self.emulator.feed(data)
             if reply and self.baud:
-                self._wait_line(len(reply), self.reply_delay_s)
+                count = getattr(self.emulator, "status_packets", None)
+                self._wait_line(len(reply), (count(reply) if count else 1) * self.reply_delay_s)
+                if self._stop.is_set():
+                    return
             if reply:
                 try:
                     os.write(master, reply)
