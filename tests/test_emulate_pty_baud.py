@@ -10,27 +10,13 @@ import pytest
 from device.servo.drivers import open_driver
 from device.servo.emulate import make_emulator
 from device.servo.emulate.pty import BITS_PER_BYTE, PtyServer
-
-
-class FakeClock:
-    """Virtual time: only the server's sleeps move it (no wall clock in the test)."""
-
-    def __init__(self):
-        self.t = 1000.0
-        self.slept = []
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, d):
-        self.slept.append(d)
-        self.t += d
+from tests.test_capture_loop import FakeTime as FakeClock   # virtual time: only the server's sleeps move it
 
 
 def _count_wire(emu_name, baud, delay_s=0.0):
     clock = FakeClock()
     emu = make_emulator(emu_name)
-    srv = PtyServer(emu, baud=baud, reply_delay_s=delay_s, clock=clock, sleep=clock.sleep).start()
+    srv = PtyServer(emu, baud=baud, reply_delay_s=delay_s, clock=clock.mono, sleep=clock.sleep).start()
     drv = open_driver(emu_name, srv.path)
     try:
         got = drv.read_position(1)                 # the only bytes on the line
@@ -46,7 +32,7 @@ def test_a_read_waits_for_its_request_and_reply_on_the_wire():
     assert got is not None and n_in == 14
     reply = 11 + 4
     want = (n_in + reply) * BITS_PER_BYTE / 57600 + 0.0005
-    assert sum(clock.slept) == pytest.approx(want, rel=1e-9)
+    assert sum(clock.sleeps) == pytest.approx(want, rel=1e-9)
 
 
 def _read_once(srv):
@@ -100,7 +86,7 @@ def test_a_sync_read_waits_for_each_servos_return_delay():
     from device.servo import dynamixel as dx
     clock = FakeClock()
     emu = make_emulator("dynamixel", ids=(1, 2, 3))
-    srv = PtyServer(emu, baud=57600, reply_delay_s=0.0005, clock=clock, sleep=clock.sleep).start()
+    srv = PtyServer(emu, baud=57600, reply_delay_s=0.0005, clock=clock.mono, sleep=clock.sleep).start()
     fd = os.open(srv.path, os.O_RDWR | os.O_NOCTTY)
     try:
         req = dx.sync_read(dx.PRESENT_POSITION, 4, [1, 2, 3])
@@ -113,7 +99,7 @@ def test_a_sync_read_waits_for_each_servos_return_delay():
         srv.stop()
     assert got.count(dx.HEADER) == 3
     want = (len(req) + len(got)) * BITS_PER_BYTE / 57600 + 3 * 0.0005
-    assert sum(clock.slept) == pytest.approx(want, rel=1e-9)
+    assert sum(clock.sleeps) == pytest.approx(want, rel=1e-9)
 
 
 def test_a_reconnected_line_starts_free():
@@ -124,7 +110,7 @@ def test_a_reconnected_line_starts_free():
     emu = make_emulator("dynamixel")
     waits = []
     # the first session's waits are cut short (as stop() cuts them): the clock does not move
-    srv = PtyServer(emu, baud=9600, clock=clock, sleep=waits.append).start()
+    srv = PtyServer(emu, baud=9600, clock=clock.mono, sleep=waits.append).start()
     fd = os.open(srv.path, os.O_RDWR | os.O_NOCTTY)
     try:
         os.write(fd, bytes(4096))
@@ -132,8 +118,8 @@ def test_a_reconnected_line_starts_free():
     finally:
         os.close(fd)
         srv.stop()
-    assert srv.line_t > clock() + 4.0
+    assert srv.line_t > clock.mono() + 4.0
     srv.sleep = clock.sleep
     srv.reconnect()
     _read_once(srv)
-    assert sum(clock.slept) == pytest.approx((14 + 15) * BITS_PER_BYTE / 9600, rel=1e-9)
+    assert sum(clock.sleeps) == pytest.approx((14 + 15) * BITS_PER_BYTE / 9600, rel=1e-9)
