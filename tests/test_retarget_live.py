@@ -37,6 +37,22 @@ def _person_staff(sk, q, bits=16):
     return Staff(np.asarray(q, float).T.copy(), rows, FPS, bits, None, {"source": "test"})
 
 
+def _held_lift():
+    """(skeleton, row names, 150 frames at FPS): standing, the right knee lifted 1.0-4.0 s."""
+    sk = human_model()
+    names = [d.name for d in sk.dofs]
+    home = np.array([d.home for d in sk.dofs], float)
+    frames = []
+    for k in range(150):
+        t = k / FPS
+        v = home.copy()
+        a = np.clip((t - 1.0) / 0.5, 0, 1) * np.clip((4.0 - t) / 0.5, 0, 1)
+        v[names.index("r_hip_flex")] = 50 * a
+        v[names.index("r_knee_flex")] = 70 * a
+        frames.append(v)
+    return sk, names, frames
+
+
 def test_live_retarget_within_limits_and_op3_stands_on_the_live_link(person):
     sk, names, q = person
     lr = LiveRetargeter(ROBOT, names, fps=FPS)
@@ -75,16 +91,18 @@ def test_the_demos_estimate_that_tipped_the_old_live_balance_stands():
     from tools.replay_live import noisy
     est = read_motion(os.path.join(DATA, "131_03_estimate.png"))
     rep = replay(est, max_s=8.0)
-    assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.29 mm)
+    assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.35 mm)
     rep = replay(noisy(est, 1, seed=3), max_s=8.0)
-    assert not rep["fell"] and rep["foot_slip_mm"] < 8.0           # (measured 5.11 mm)
+    assert not rep["fell"] and rep["foot_slip_mm"] < 8.0           # (measured 4.76 mm)
     old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M)
     try:
         live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M = 0.0, 0.0, None
         rep0 = replay(est, max_s=8.0, imu=False)
     finally:
         live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M = old
-    assert rep0["fell"] and 6.0 < rep0["fall_time_s"] < 7.0
+    # (6.4 s in the demo then; 5.57 s since the sag feed-forward moves with the weight, which
+    # without the lift commit shifts at every dance step)
+    assert rep0["fell"] and 5.0 < rep0["fall_time_s"] < 7.0
 
 
 def test_row_copy_of_the_same_frames_falls(person):
@@ -99,17 +117,7 @@ def test_a_held_leg_lift_swings_after_the_weight_moved_and_stays_up():
     """The person stands on the left foot and lifts the right knee (1.0-4.0 s): the robot moves
     its weight first (once the lift has lasted LIFT_COMMIT_S: 0.5 s ramp + 0.1 s settle), then
     swings the right foot until the person lands, and stays up in the twin."""
-    sk = human_model()
-    names = [d.name for d in sk.dofs]
-    home = np.array([d.home for d in sk.dofs], float)
-    frames = []
-    for k in range(150):
-        t = k / FPS
-        v = home.copy()
-        a = np.clip((t - 1.0) / 0.5, 0, 1) * np.clip((4.0 - t) / 0.5, 0, 1)
-        v[names.index("r_hip_flex")] = 50 * a
-        v[names.index("r_knee_flex")] = 70 * a
-        frames.append(v)
+    sk, names, frames = _held_lift()
     ends = []
     rep = replay(_person_staff(sk, frames), end_out=ends)
     lr = ends[0].retargeter
@@ -128,3 +136,32 @@ def test_a_held_leg_lift_swings_after_the_weight_moved_and_stays_up():
     # the swing starts only once the weight is fully on the left foot, and ends after the landing
     assert weight[sw[0]] == pytest.approx(1.0) and sw[0] / FPS > 1.0 + live.LIFT_COMMIT_S + 0.5 + 0.1
     assert sw[-1] / FPS > 3.5 and not swing[-1]
+
+
+def test_the_sag_feed_forward_moves_with_the_weight_not_at_the_lift_off():
+    """The feed-forward for the servos' give (pose._sag) switched from the statics of two feet
+    to one in the frame the right foot lifted, and back in the frame it landed: a 4.2 deg step
+    in a leg servo's command (measured on this lift). Blended by the weight's ramp, no frame's
+    feed-forward changes by more than 0.5 deg, and the swing's own frames get the one-foot
+    statics exactly."""
+    sk, names, frames = _held_lift()
+    lr = LiveRetargeter(ROBOT, names, fps=FPS)
+    sags, swing, one = [], [], []
+    real = lr._sag_now
+
+    def record(q):
+        r = real(q)
+        sags.append(lr.body.to_servo_deg(r)[0])
+        stand = [np.array([not lr._swing[s].v]) for s in "lr"]
+        one.append(lr.body.to_servo_deg(live.pose._sag(lr.body, q[None], stand[0], stand[1]))[0])
+        return r
+    lr._sag_now = record
+    for k, v in enumerate(frames):
+        lr.step(v, k / FPS)
+        swing.append(lr._swing["r"].v)
+    sags, one, swing = np.array(sags), np.array(one), np.array(swing)
+    assert swing.sum() > 30
+    assert np.abs(np.diff(sags, axis=0)).max() < 0.5
+    np.testing.assert_allclose(sags[swing], one[swing], atol=1e-12)
+    # at the start, the weight between the feet: the two-foot statics exactly
+    np.testing.assert_allclose(sags[:10], one[:10], atol=1e-12)

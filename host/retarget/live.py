@@ -263,8 +263,7 @@ class LiveRetargeter:
         self.q = q
         deg = body.to_servo_deg(q[None, body.qadr])
         if self.balance:
-            stand = [np.array([not self._swing[s].v]) for s in "lr"]
-            deg = deg + body.to_servo_deg(pose._sag(body, q[None], stand[0], stand[1]))
+            deg = deg + body.to_servo_deg(self._sag_now(q))
         deg = deg[0]
         if self._lim is None:
             from device.servo.limiter import Limiter
@@ -274,6 +273,26 @@ class LiveRetargeter:
         self._errors(out, q)
         self.frames += 1
         return out
+
+    def _sag_now(self, q):
+        """pose._sag's feed-forward for this frame, moved with the weight (the live counterpart
+        of pose._ramp_sag): the statics of one foot while a foot swings; with both feet down,
+        the blend of the two statics by how far the weight has moved onto the stance foot,
+
+            sag = (1 - |u_lin|) sag(both feet) + |u_lin| sag(stance foot alone)
+
+        so nothing steps at a lift-off (the weight is over the stance foot, |u_lin| = 1) or at a
+        landing (the weight moves back over WEIGHT_RAMP_S after it). Before, the statics
+        switched between two feet and one in the frame a foot lifted or landed."""
+        body = self.body
+        stand = [np.array([not self._swing[s].v]) for s in "lr"]
+        sag = pose._sag(body, q[None], stand[0], stand[1])
+        a = abs(self._u_lin)
+        if a <= 0.0 or not (stand[0][0] and stand[1][0]):
+            return sag
+        # u_lin > 0: the weight on the left foot (the right one lifts), < 0: on the right
+        one = pose._sag(body, q[None], np.array([self._u_lin > 0]), np.array([self._u_lin < 0]))
+        return (1.0 - a) * sag + a * one
 
     def _stabilised(self):
         """The last plan plus the IMU feedback now (within the joint limits)."""
