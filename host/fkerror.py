@@ -36,12 +36,20 @@ def points_m(pose, shell_mm=SHELL_MM):
     return np.concatenate([p[..., None, :], v], axis=-2)
 
 
+CHUNK_FRAMES = 8192                   # frames through forward kinematics at once (memory)
+
+
 def point_errors_mm(skeleton, a, b, shell_mm=SHELL_MM):
     """(F, L) mm: per frame and link, the largest distance between the points of motions a and b
     (rows = the skeleton's dofs in order, (rows, frames))."""
-    pa = points_m(forward_kinematics(skeleton, np.asarray(a, float).T), shell_mm)
-    pb = points_m(forward_kinematics(skeleton, np.asarray(b, float).T), shell_mm)
-    return np.linalg.norm(pa - pb, axis=-1).max(axis=-1) * 1000.0
+    a = np.asarray(a, float)
+    b = np.asarray(b, float)
+    out = np.empty((a.shape[1], skeleton.nlinks))
+    for f in range(0, a.shape[1], CHUNK_FRAMES):
+        pa = points_m(forward_kinematics(skeleton, a[:, f:f + CHUNK_FRAMES].T), shell_mm)
+        pb = points_m(forward_kinematics(skeleton, b[:, f:f + CHUNK_FRAMES].T), shell_mm)
+        out[f:f + CHUNK_FRAMES] = np.linalg.norm(pa - pb, axis=-1).max(axis=-1) * 1000.0
+    return out
 
 
 def subtree(skeleton):
