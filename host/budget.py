@@ -3,6 +3,7 @@
     from host.budget import budget_ranges
     lo, hi, bits = budget_ranges(staff, max_error_mm=1.0)      # bits: 8 if 8 bits hold it, else 16
     bound_mm(staff)               # (links,) the guaranteed error at each link's joint and 3 cm points
+    budget_ranges(staff, 0.1, bound="measured")   # steps from this clip's own errors (host/budget_measured.py)
 
 The bound (ACL's metric: virtual points at `shell_mm` from every bone, plus the joints): decoding
 moves row k by at most e_k (half a step). Telescoping the chain of link transforms from the root
@@ -276,11 +277,17 @@ def ranges_for(lo_v, hi_v, step, bits):
     return lo, lo + step * top
 
 
-def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
+def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM, bound="chain", how=False):
     """(lo, hi, bits) so the staff meets max_error_mm (8 bits when they can, else 16).
 
     bits given: that depth or FormatError; FormatError too if 16 bits cannot meet it.
+    bound "chain": guaranteed for any pose (the lever arms above); "measured": steps from the
+    errors this clip's decoding makes, checked by forward kinematics (host/budget_measured.py),
+    or the chain's when the staff cannot be measured (rows not the dofs, missing values).
+    how=True: (lo, hi, bits, "chain" or "measured"), the one used.
     """
+    if bound not in ("chain", "measured"):
+        raise ValueError("bound must be 'chain' or 'measured', not %r" % (bound,))
     if not (max_error_mm > 0 and math.isfinite(max_error_mm)):
         raise ValueError("--max-error-mm must be a positive number of millimetres, not %r" % (max_error_mm,))
     if np.isinf(np.asarray(staff.values, dtype=np.float64)).any():
@@ -291,16 +298,23 @@ def budget_ranges(staff, max_error_mm, bits=None, shell_mm=SHELL_MM):
     a = lever_arms_mm(sk, staff.names, staff.values, shell_mm)
     lo_v, hi_v = _half_spans(staff.values)
     for b in ((bits,) if bits else (8, 16)):
+        if bound == "measured":
+            from host.budget_measured import measured_ranges
+
+            got = measured_ranges(staff, max_error_mm, b, shell_mm)
+            if got is not None:
+                return (got[0], got[1], b) + (("measured",) if how else ())
         # a millionth kept back: the float arithmetic of encode/decode adds a few ulps per row
         e_mm = max_error_mm * (1 - 1e-6)
         step = allocate(a, hi_v - lo_v, e_mm, b)
         step = _tighter_steps(sk, staff, a, hi_v - lo_v, e_mm, b, step, shell_mm)
         if step is not None:
             lo, hi = ranges_for(lo_v, hi_v, step, b)
-            return lo, hi, b
+            return (lo, hi, b) + (("chain",) if how else ())
     need = min_budget_mm(staff, bits or 16, shell_mm)
-    raise FormatError("--max-error-mm %g cannot be met at %d bits (this staff needs at least %.3g mm there)"
-                      % (max_error_mm, bits or 16, need))
+    raise FormatError("--max-error-mm %g cannot be met at %d bits (this staff needs at least %.3g mm there%s)"
+                      % (max_error_mm, bits or 16, need,
+                         ", guaranteed; measured on this clip neither" if bound == "measured" else ""))
 
 
 def _tighter_steps(sk, staff, a, span, e_mm, bits, step, shell_mm):

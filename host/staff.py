@@ -266,7 +266,8 @@ class Staff:
                                 frames=self.frames, skeleton=_skeleton_dict(self.skeleton),
                                 source=str(self.meta.get("source", "")),
                                 captured=str(self.meta.get("captured", "")),
-                                max_error_mm=self.meta.get("max_error_mm"))
+                                max_error_mm=self.meta.get("max_error_mm"),
+                                max_error_bound=self.meta.get("max_error_bound"))
 
     # --- derived staffs ----------------------------------------------------------------------
     def copy(self):
@@ -279,21 +280,26 @@ class Staff:
         st = self.copy()
         if int(bits) != st.bits:
             st.meta.pop("max_error_mm", None)      # a budget holds for the depth it was made at
+            st.meta.pop("max_error_bound", None)
         st.bits = int(bits)
         return st
 
-    def refit(self, ranges="fit", min_span=None, max_error_mm=None, bits=None):
+    def refit(self, ranges="fit", min_span=None, max_error_mm=None, bits=None, bound="chain"):
         """A copy with ranges fitted to the data ("fit"), from the skeleton ("skeleton"), or
         ("budget") each row's step for max_error_mm at every joint and 3 cm point (host/budget.py;
-        8 bits when they hold it, else 16, unless bits is given)."""
+        8 bits when they hold it, else 16, unless bits is given; bound "measured": steps from the
+        clip's own decoding errors, checked by forward kinematics)."""
         meta = dict(self.meta)
         meta.pop("max_error_mm", None)
+        meta.pop("max_error_bound", None)
         if ranges == "budget":
             from host.budget import budget_ranges
 
-            lo, hi, b = budget_ranges(self, max_error_mm, bits=bits)
+            lo, hi, b, how = budget_ranges(self, max_error_mm, bits=bits, bound=bound, how=True)
             rows = [r._replace(lo=float(a), hi=float(c)) for r, a, c in zip(self.rows, lo, hi)]
             meta["max_error_mm"] = float(max_error_mm)
+            if how == "measured":
+                meta["max_error_bound"] = how
             return Staff(self.values.copy(), rows, self.fps, b, self.skeleton, meta)
         if ranges == "fit":
             lo, hi = fit_ranges(self.values, self.bits, min_span)

@@ -23,8 +23,9 @@ import zlib
 import numpy as np
 
 from host.pngrows import filter_rows, unfilter_rows
+from host.rowtransform import from_planes, to_planes
 from host.staff import Staff
-from protocol import staffheader
+from protocol import rowtransform, staffheader
 from protocol.errors import FormatError
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -67,13 +68,31 @@ def palette_rgb(name=COLOURMAP):
     return (colormaps[name](np.linspace(0.0, 1.0, 256))[:, :3] * 255.0 + 0.5).astype(np.uint8)
 
 
-def encode_png(staff, colour=False, effort=2):
-    """The PNG bytes of a staff (effort 0 fast .. 3 smallest)."""
+def transform_for(staff, colour=False, transform="auto"):
+    """The row transform a staff is written with: "auto" is "d2p" for 16 bits (not a palette),
+    else none ("none" or None: the pixels are the codes)."""
+    if transform == "auto":
+        return "d2p" if staff.bits == 16 and not colour else None
+    if transform == "none":
+        return None
+    rowtransform.check(transform, "transform")
+    if transform is not None and staff.bits != 16:
+        raise ValueError("row transform %r needs a 16-bit staff" % transform)
+    return transform
+
+
+def encode_png(staff, colour=False, effort=2, transform="auto"):
+    """The PNG bytes of a staff (effort 0 fast .. 3 smallest); transform: "auto", None or "d2p"
+    (16 bits: the codes' second differences in byte planes, an 8-bit image of 2 x rows rows)."""
     if staff.frames < 1:
         raise ValueError("a staff file needs at least one frame")
     if staff.frames * staff.nrows > MAX_PIXELS:
         raise ValueError("staff of %d x %d values is larger than %d pixels" % (staff.nrows, staff.frames, MAX_PIXELS))
+    tr = transform_for(staff, colour, transform)
     codes, missing = staff.codes()
+    depth = staff.bits
+    if tr is not None:
+        codes, missing, depth = to_planes(codes), np.concatenate([missing, missing]), 8
     has_alpha = bool(missing.any())
     if colour and staff.bits != 8:
         raise ValueError("--colour needs an 8-bit staff (a palette holds 256 codes)")
@@ -81,21 +100,21 @@ def encode_png(staff, colour=False, effort=2):
         raise ValueError("--colour: this staff has missing values, which a palette PNG cannot mark; "
                          "write it in grey")
     if has_alpha:
-        alpha = np.where(missing, 0, (1 << staff.bits) - 1).astype(codes.dtype)
+        alpha = np.where(missing, 0, (1 << depth) - 1).astype(codes.dtype)
         pix = np.stack([codes, alpha], axis=-1).reshape(codes.shape[0], -1)
         ctype = 4
     else:
         pix = codes
         ctype = 3 if colour else 0
-    if staff.bits == 16:
+    if depth == 16:
         raw = pix.astype(">u2").view(np.uint8).reshape(pix.shape[0], -1)
     else:
         raw = pix.astype(np.uint8)
-    bpp = (2 if staff.bits == 16 else 1) * (2 if has_alpha else 1)
+    bpp = (2 if depth == 16 else 1) * (2 if has_alpha else 1)
     data = filter_rows(raw, bpp, choose=effort >= 1)
-    hdr_json = header_text(staff)
+    hdr_json = header_text(staff, tr)
     out = [SIGNATURE,
-           _chunk(b"IHDR", struct.pack(">IIBBBBB", staff.frames, staff.nrows, staff.bits, ctype, 0, 0, 0)),
+           _chunk(b"IHDR", struct.pack(">IIBBBBB", staff.frames, codes.shape[0], depth, ctype, 0, 0, 0)),
            _chunk(b"zTXt", staffheader.KEYWORD.encode("latin-1") + b"\0\0" + _deflate(hdr_json, effort))]
     if ctype == 3:
         out.append(_chunk(b"PLTE", palette_rgb().tobytes()))
@@ -104,8 +123,9 @@ def encode_png(staff, colour=False, effort=2):
     return b"".join(out)
 
 
-def header_text(staff):
-    """The staff's compact header (version 2) as UTF-8 JSON: what the zTXt chunk deflates."""
+def header_text(staff, transform=None):
+    """The staff's compact header (version 3) as UTF-8 JSON: what the zTXt chunk deflates
+    ("t": the row transform, when there is one)."""
     from host.skeletoncode import dof_rows, encode_skeleton
 
     h = staff.header()
@@ -122,6 +142,8 @@ def header_text(staff):
         # a BVH hierarchy's dof limits are derived again from the decoded motion: never "sk"
         rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
     c = staffheader.pack(h, dof_rows=rows, skeleton_code=code)
+    if transform is not None:
+        c["t"] = transform
     return staffheader.dumps_compact(c).encode("utf-8")
 
 
@@ -132,10 +154,10 @@ def _skeleton_object(sk):
     return sk
 
 
-def write_staff(path, staff, colour=False, effort=2):
+def write_staff(path, staff, colour=False, effort=2, transform="auto"):
     """Write a staff as a PNG staff file."""
     try:
-        data = encode_png(staff, colour=colour, effort=effort)
+        data = encode_png(staff, colour=colour, effort=effort, transform=transform)
     except ValueError as e:
         raise ValueError("%s: %s" % (os.fspath(path), e)) from None
     with open(path, "wb") as f:
@@ -216,21 +238,32 @@ def decode_png(data, where="staff.png", skeleton_object=True):
     width, height, depth, ctype, _, _, interlace = ihdr
     if text is None:
         raise FormatError("%s: no motionstaff header (PNG text chunk %r)" % (where, staffheader.KEYWORD))
-    h, sk_code = _header(text, where)
+    h, sk_code, tr = _header(text, where)
     if width * height > MAX_PIXELS:
         raise FormatError("%s: %d x %d pixels is more than the %d this reader accepts" % (where, height, width, MAX_PIXELS))
-    if len(h["rows"]) != height:
-        raise FormatError("%s: header has %d rows but the image has %d" % (where, len(h["rows"]), height))
+    if tr is not None and h["bits"] != 16:
+        raise FormatError("%s: header: row transform %r needs 16 bits, not %d" % (where, tr, h["bits"]))
+    planes = 1 if tr is None else 2
+    if len(h["rows"]) * planes != height:
+        raise FormatError("%s: header has %d rows%s but the image has %d" % (
+            where, len(h["rows"]), "" if tr is None else " (%d image rows with transform %s)" % (2 * len(h["rows"]), tr),
+            height))
     if h["frames"] != width:
         raise FormatError("%s: header says %d frames but the image has %d columns" % (where, h["frames"], width))
-    if depth != h["bits"]:
-        raise FormatError("%s: header says %d bits but the image has %d-bit samples" % (where, h["bits"], depth))
+    if depth != (h["bits"] if tr is None else 8):
+        raise FormatError("%s: header says %d bits%s but the image has %d-bit samples" % (
+            where, h["bits"], "" if tr is None else " in 8-bit planes (transform %s)" % tr, depth))
     if ctype not in (0, 3, 4) or (ctype == 3 and depth != 8):
         raise FormatError("%s: colour type %d / %d bits is not a staff (grey, grey+alpha or 8-bit palette)"
                           % (where, ctype, depth))
     if b"IDAT" not in kinds:
         raise FormatError("%s: no image data (IDAT)" % where)
     codes, missing = _pixels(data, ctype, depth, width, height, interlace, where)
+    if tr is not None:
+        n = len(h["rows"])
+        if (missing[:n] != missing[n:]).any():
+            raise FormatError("%s: the byte planes of transform %s disagree on which values are missing" % (where, tr))
+        codes, missing = from_planes(codes), missing[:n]
     sk = h.get("skeleton")
     if sk_code is not None:
         from host.skeletoncode import decode_skeleton
@@ -249,14 +282,18 @@ def decode_png(data, where="staff.png", skeleton_object=True):
     meta = {"source": h.get("source", ""), "captured": h.get("captured", "")}
     if h.get("max_error_mm") is not None:
         meta["max_error_mm"] = h["max_error_mm"]
+    if h.get("max_error_bound") is not None:
+        meta["max_error_bound"] = h["max_error_bound"]
     return Staff.from_codes(codes, missing, h["rows"], h["fps"], h["bits"], sk, meta)
 
 
 def _header(text, where):
-    """(expanded header, skeleton code or None) of a staff file's header text (version 1, 2 or 3)."""
+    """(expanded header, skeleton code or None, row transform or None) of a staff file's header
+    text (version 1, 2 or 3)."""
     c = staffheader.parse(text, where="%s: header" % where)
+    tr = rowtransform.check(c.get("t"), "%s: header" % where)
     if c.get("version") not in staffheader.COMPACT_READ:
-        return staffheader.unpack(c, where="%s: header" % where), None
+        return staffheader.unpack(c, where="%s: header" % where), None, tr
     code = c.get("sk")
     rows = None
     if code is not None:
@@ -266,7 +303,7 @@ def _header(text, where):
         rows = dof_rows(decode_skeleton(code, None, where="%s: header: skeleton" % where))
         if "bvh" in code:
             rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
-    return staffheader.unpack(c, rows, where="%s: header" % where), code
+    return staffheader.unpack(c, rows, where="%s: header" % where), code, tr
 
 
 def _pixels(data, ctype, depth, width, height, interlace, where):

@@ -13,7 +13,9 @@ base64 bit stream of ranges on a binary grid, protocol/staffranges.py, each step
 from the skeleton's dof range when there is one) or, for ranges off that grid, as "lo" plus
 "step" (hi = lo + step * top) or "hi"; units and wrap only where the skeleton does not give
 them; the skeleton as a reference the host resolves ("sk"); the error budget it was made with
-("e", mm). Version 3 leaves out "format" (the text keyword names it). Version 2 (the same
+("e", mm; "em": 1 when it was measured on the motion by forward kinematics rather than
+guaranteed for any pose). The PNG file's "t" (protocol/rowtransform.py) names a row transform
+of its pixels. Version 3 leaves out "format" (the text keyword names it). Version 2 (the same
 fields without "r", with "format") and version 1 files (the expanded form) keep reading.
 
     c = staffheader.pack(h, dof_rows=None, skeleton_code=None)   # compact dict
@@ -33,8 +35,13 @@ KEYWORD = "motionstaff"
 UNITS = ("deg", "rad", "m", "cm", "mm", "in", "cmu", "")
 
 
-def make(rows, fps=30.0, bits=8, frames=0, skeleton=None, source="", captured="", max_error_mm=None):
-    """A header dict with every field present (max_error_mm: the budget it was made with, if any)."""
+BOUNDS = ("chain", "measured")
+
+
+def make(rows, fps=30.0, bits=8, frames=0, skeleton=None, source="", captured="", max_error_mm=None,
+         max_error_bound=None):
+    """A header dict with every field present (max_error_mm: the budget it was made with, if any;
+    max_error_bound: "measured" when it was measured on the motion, not guaranteed for any pose)."""
     h = {
         "format": FORMAT,
         "version": VERSION,
@@ -48,6 +55,8 @@ def make(rows, fps=30.0, bits=8, frames=0, skeleton=None, source="", captured=""
     }
     if max_error_mm is not None:
         h["max_error_mm"] = float(max_error_mm)
+        if max_error_bound not in (None, "chain"):
+            h["max_error_bound"] = max_error_bound
     check(h)
     return h
 
@@ -109,6 +118,9 @@ def check(h, where="header"):
     e = h.get("max_error_mm")
     if e is not None and (not _num(e) or e <= 0):
         raise FormatError("%s: 'max_error_mm' must be a positive number" % where)
+    b = h.get("max_error_bound")
+    if b is not None and (b not in BOUNDS or e is None):
+        raise FormatError("%s: 'max_error_bound' must be one of %s, with 'max_error_mm'" % (where, ", ".join(BOUNDS)))
     sk = h.get("skeleton")
     if sk is not None and not isinstance(sk, dict):
         raise FormatError("%s: 'skeleton' must be an object or null" % where)
@@ -192,6 +204,8 @@ def pack(h, dof_rows=None, skeleton_code=None, top=None):
             c["hi"] = [_short(x) for x in his]
     if h.get("max_error_mm") is not None:
         c["e"] = _short(h["max_error_mm"])
+        if h.get("max_error_bound") == "measured":
+            c["em"] = 1
     if skeleton_code is not None:
         c["sk"] = skeleton_code
     if h.get("source"):
@@ -286,6 +300,10 @@ def unpack(c, dof_rows=None, where="header"):
         raise FormatError("%s: 'source' and 'captured' must be strings" % where)
     if "e" in c:
         h["max_error_mm"] = c["e"]
+    if "em" in c:
+        if c["em"] != 1 or isinstance(c["em"], bool):
+            raise FormatError("%s: 'em' must be 1 (the error budget was measured on the motion), not %r" % (where, c["em"]))
+        h["max_error_bound"] = "measured"
     return check(h, where)
 
 

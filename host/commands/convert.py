@@ -2,6 +2,8 @@
 
     motionstaff convert walk.bvh walk.png                    # 8 bits, the default error budget
     motionstaff convert walk.bvh walk.png --max-error-mm 0.1 # each row's step for 0.1 mm (8 or 16 bits)
+    motionstaff convert walk.bvh walk.png --max-error-mm 0.3 --bound chain   # guaranteed for any pose
+    motionstaff convert walk.bvh walk.png --max-error-mm 0.1 --transform none # 16-bit pixels = codes
     motionstaff convert walk.bvh walk.png --bits 8 --ranges fit
     motionstaff convert walk.png walk.bvh ; motionstaff convert walk.png walk.csv
     motionstaff convert walk.bvh walk_colour.png --colour
@@ -10,6 +12,14 @@ A staff written from an import (BVH, CSV, C3D...) with neither --ranges, --max-e
 --bits 16 gets the default budget: 8 bits, every joint and every point 3 cm from a bone within 1.5x the
 tightest bound an 8-bit staff of that motion can hold (host/budget.py; the file says the bound,
 `info` shows it). Without bone lengths (no skeleton) the ranges are fitted to the data.
+
+`--max-error-mm E` chooses the steps from the errors this clip's decoding makes, checked by
+forward kinematics of every frame before the file is written (host/budget_measured.py: every
+joint and ACL's points 3 cm along each bone's axes within E on this motion); `--bound chain`
+asks for the bound that holds for any pose instead (host/budget.py: about 3x finer steps). A
+16-bit staff's pixels hold the codes' second differences in byte planes (`--transform d2p`,
+the default for 16 bits; protocol/rowtransform.py): 15-20% smaller, still a PNG any viewer
+opens, but not a picture of the motion; `--transform none` keeps the codes as pixels.
 """
 
 import os
@@ -29,13 +39,20 @@ def add_arguments(p):
     p.add_argument("--max-error-mm", type=float, metavar="E",
                    help="each row's step so every joint and every point 3 cm from a bone stays within E mm "
                         "(8 bits when they hold it, else 16; with --bits, that depth or an error)")
+    p.add_argument("--bound", choices=("measured", "chain"), default="measured",
+                   help="with --max-error-mm: measured on this clip by forward kinematics (default) or "
+                        "guaranteed for any pose through the chain")
+    p.add_argument("--transform", choices=("auto", "none", "d2p"), default="auto",
+                   help="PNG pixels: auto (d2p for 16 bits, the codes for 8), none (the codes), d2p "
+                        "(16 bits: second differences in byte planes)")
     p.add_argument("--colour", "--color", action="store_true",
                    help="8-bit PNG: store as a palette PNG whose palette is a colour map")
     p.add_argument("--units", choices=("m", "cm", "mm", "in"),
                    help="BVH length units (default: guessed from the body's size)")
 
 
-def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_error_mm=None):
+def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_error_mm=None, bound="measured",
+            transform="auto"):
     """Read src, re-range / re-depth as asked, write dst; returns the Staff written."""
     if os.path.abspath(src) == os.path.abspath(dst):
         raise ValueError("%s: source and destination are the same file" % dst)
@@ -54,7 +71,7 @@ def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_erro
         if max_error_mm is not None:
             staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits or 8)
     elif max_error_mm is not None:
-        staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits)
+        staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits, bound=bound)
     else:
         if bits is not None and bits != staff.bits:
             staff = staff.with_bits(bits)
@@ -63,16 +80,21 @@ def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_erro
     opts = {"units": units}
     if extension(dst) == ".png":
         opts["colour"] = colour
+        opts["transform"] = transform
     elif colour:
         raise ValueError("--colour applies to .png output only")
+    elif transform != "auto":
+        raise ValueError("--transform applies to .png output only")
     write_motion(dst, staff, **opts)
     return staff
 
 
 def run(args):
-    st = convert(args.src, args.dst, args.bits, args.ranges, args.colour, args.units, args.max_error_mm)
+    st = convert(args.src, args.dst, args.bits, args.ranges, args.colour, args.units, args.max_error_mm,
+                 args.bound, args.transform)
     bound = st.meta.get("max_error_mm")
+    how = " (measured on this clip)" if st.meta.get("max_error_bound") == "measured" else ""
     print("%s: %d rows x %d frames, %g fps, %d bits, %d bytes%s"
           % (args.dst, st.nrows, st.frames, st.fps, st.bits, os.path.getsize(args.dst),
-             "" if bound is None else ", every joint and 3 cm point within %g mm" % bound))
+             "" if bound is None else ", every joint and 3 cm point within %g mm%s" % (bound, how)))
     return 0

@@ -31,6 +31,7 @@ def describe(path):
         "missing": int(st.codes()[1].sum()),
         "source": st.meta.get("source", ""), "captured": st.meta.get("captured", ""),
         "max_error_mm": st.meta.get("max_error_mm"),
+        "max_error_bound": st.meta.get("max_error_bound", "chain") if st.meta.get("max_error_mm") is not None else None,
         "skeleton": None if sk is None else {"name": getattr(sk, "name", ""), "links": sk.nlinks, "dofs": sk.ndof},
         "rows": [{"name": r.name, "unit": r.unit, "lo": r.lo, "hi": r.hi, "wrap": r.wrap,
                   "max_error": float(e)} for r, e in zip(st.rows, err)],
@@ -48,8 +49,12 @@ def run(args):
     if sk:
         print("skeleton %r: %d links, %d dofs" % (sk["name"], sk["links"], sk["dofs"]))
     if d["max_error_mm"] is not None:
-        print("made with --max-error-mm %g: every joint and every point 3 cm from a bone within %g mm"
-              % (d["max_error_mm"], d["max_error_mm"]))
+        if d["max_error_bound"] == "measured":
+            print("made with --max-error-mm %g: every joint and its points 3 cm along the bone's axes within %g mm "
+                  "in every frame (measured by forward kinematics when written)" % (d["max_error_mm"], d["max_error_mm"]))
+        else:
+            print("made with --max-error-mm %g: every joint and every point 3 cm from a bone within %g mm"
+                  % (d["max_error_mm"], d["max_error_mm"]))
     w = max(len(r["name"]) for r in d["rows"])
     for r in d["rows"]:
         print("  %-*s %-4s [%12.6g, %12.6g]  +-%.3g" % (w, r["name"], r["unit"], r["lo"], r["hi"], r["max_error"]))
