@@ -11,11 +11,12 @@ lead-in from home) on the ROBOTIS OP3 and, for its right arm, on the SO-101:
         CMU joint name found in the clip's own naming (LeftKnee -> LowerLeg_L ...), "human"
         for a C3D capture (markers -> the human model by IK)
   pose  host/retarget/pose.py without balance
-  bal   host/retarget/pose.py with balance (OP3), played open loop (as `motionstaff play` on a
-        real OP3 plays it: nothing reads its IMU yet)
+  bal   host/retarget/pose.py with balance (OP3), played open loop (`motionstaff play`)
   imu   the same plan with the robot's own IMU fed back at the standing ankles on every frame
-        sent (host/retarget/feedback.py; the twin's IMU, 0.2 deg / 0.01 rad/s noise), as the
-        live path does
+        sent (host/retarget/feedback.py), read through the bus as `motionstaff play
+        --imu-feedback` reads it: the driver's READ of the OpenCR board (device/servo/opencr.py),
+        answered by the emulator with the twin's IMU (0.2 deg / 0.01 rad/s noise) in the board's
+        0.1 deg and 16.4 LSB per deg/s, after the request's wire time
 Each staff of servo angles is played through the product path (host/physics/simulate.py: the
 player's limiter and ramp, the driver's bytes, the controller emulator, the MuJoCo twin's servo
 models, XM430-W350 / STS3215): fell and fall time, tracking RMS (commanded vs achieved, deg),

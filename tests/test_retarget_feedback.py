@@ -135,7 +135,8 @@ DANCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sh
 @pytest.mark.skipif(not os.path.exists(DANCE), reason="needs ../shared/data/bvh (the Bandai dance)")
 def test_the_dance_pose_that_tips_the_open_loop_twin_stays_up_with_the_imu():
     """36-44 s of the Bandai dance (a one-legged attitude with the torso bowed, at 41.2 s):
-    played open loop the OP3 twin falls; with its IMU fed back at the ankles it stands."""
+    played open loop the OP3 twin falls; with its IMU read through the bus (the OpenCR board's
+    READ, the emulator's reply) and fed back at the ankles it stands."""
     from host.formats import read_motion
     from host.physics.simulate import run_simulation
     st = read_motion(DANCE)
@@ -147,6 +148,9 @@ def test_the_dance_pose_that_tips_the_open_loop_twin_stays_up_with_the_imu():
     closed = run_simulation(s, ROBOT, retargeted=(res.staff, res), feedback=True).report
     assert not closed["fell"]
     assert closed["feedback"]["imu_missed"] == 0 and 0 < closed["feedback"]["max_ankle_deg"] <= MAX_DEG + 1e-9
+    # the IMU came through the bus: the OpenCR board read once per frame, every read good
+    fb = closed["feedback"]
+    assert fb["imu"] == "bus" and fb["imu_reads"]["ok"] == fb["imu_reads"]["reads"] == fb["frames"]
     assert closed["foot_slip_mm"] < open_loop["foot_slip_mm"]
 
 

@@ -2,6 +2,7 @@
 
     from device.servo.linebudget import line_budget, check_line
     b = line_budget(robot)     # {"bytes": 114, "line_ms": 1.14, "period_ms": 10.0, "fits": True, ...}
+    line_budget(op3, fps=120)  # ... "imu_bytes": 41, "imu_ms": 0.91, "imu_every": 1
     check_line(robot)          # FormatError: the robot, its bytes, line time, and the rate that fits
 
 A UART carries 10 bits a byte (8N1: start, 8 data, stop) at the robot's baud (its controller's
@@ -12,7 +13,9 @@ does not fit queues in the adapter's buffer and every frame after it is later th
 before, until the buffer is full and writes block (the twin of the line, device/servo/paced.py,
 skips such frames whole; a real driver stalls the player). A frame fits when its line time is at most LINE_SHARE of the period: the
 rest is for the controller's replies (torque, watchdog, present position) and the USB serial
-adapter's latency timer (an FT232R's default is 16 ms; 1 ms when set low). An I2C controller
+adapter's latency timer (an FT232R's default is 16 ms; 1 ms when set low). A robot with its IMU
+on the bus (the OP3's OpenCR board) also reads it once a frame: the read's request, reply and
+return delay share the same budget (imu_every says how often it fits). An I2C controller
 (PCA9685) is not a UART: its bus time is the I2C budget's, not this one's.
 """
 
@@ -47,21 +50,41 @@ def frame_bytes(robot):
         return drv.frame_bytes(len(robot.servos))
 
 
-def line_budget(robot):
+def imu_read(robot, baud, budget_ms, frame_ms):
+    """{imu_bytes, imu_ms, imu_every} of the bus IMU's read (device/servo/opencr.py: request
+    and reply, the reply's return delay) beside a frame of frame_ms in budget_ms: read every
+    imu_every-th frame (1: each; None: not even one in a while fits)."""
+    from device.servo import opencr
+    n = len(opencr.request()) + opencr.REPLY_BYTES
+    # read time = bytes x 10 bits / baud + the reply's return delay
+    ms = 1000.0 * (n * BITS_PER_BYTE / float(baud) + opencr.RETURN_DELAY_S)
+    spare = budget_ms - frame_ms
+    every = None
+    if spare > 0:
+        # the smallest N with frame_ms + ms / N <= budget_ms
+        every = max(1, int(-(-ms // spare)))
+    return {"imu_bytes": n, "imu_ms": ms, "imu_every": every}
+
+
+def line_budget(robot, fps=None):
     """{bytes, baud, line_ms, period_ms, share, fits, max_rate_hz} of one frame (fits None: not
-    a UART)."""
+    a UART) at rate_hz (or fps, a staff's frame rate); a robot with a bus IMU (its "imu") adds
+    imu_bytes, imu_ms and imu_every (imu_read)."""
     from device.servo.drivers import driver_class
     n = frame_bytes(robot)
-    period_ms = 1000.0 / robot.rate_hz
+    period_ms = 1000.0 / (fps or robot.rate_hz)
     if n is None:
         return {"bytes": None, "baud": None, "line_ms": None, "period_ms": period_ms, "share": LINE_SHARE,
                 "fits": None, "max_rate_hz": None}
     baud = robot.baud or driver_class(robot.controller).BAUD
     # line time = bytes x 10 bits / baud
     line_ms = 1000.0 * n * BITS_PER_BYTE / baud
-    return {"bytes": n, "baud": baud, "line_ms": line_ms, "period_ms": period_ms, "share": LINE_SHARE,
-            "fits": line_ms <= LINE_SHARE * period_ms,
-            "max_rate_hz": LINE_SHARE * 1000.0 / line_ms}
+    out = {"bytes": n, "baud": baud, "line_ms": line_ms, "period_ms": period_ms, "share": LINE_SHARE,
+           "fits": line_ms <= LINE_SHARE * period_ms,
+           "max_rate_hz": LINE_SHARE * 1000.0 / line_ms}
+    if getattr(robot, "imu", None):
+        out.update(imu_read(robot, baud, LINE_SHARE * period_ms, line_ms))
+    return out
 
 
 def check_line(robot, where=None):

@@ -9,7 +9,8 @@ JSON (docs/robots.md has a worked example): format "motionstaff-robot", version 
 controller, baud, rate_hz, failsafe {timeout_s, action hold|home|torque_off, watchdog},
 ramp {max_vel_dps, from home|current}, servos [{name, id, neutral, direction, units_per_deg,
 min, max, home_deg, max_vel_dps, max_acc_dps2, map {mapping name: row | "-row" |
-{row, scale, offset_deg}}}]. Every number is checked; FormatError names file and field. A
+{row, scale, offset_deg}}}], optional imu {board "opencr", id} (the robot's own IMU on its bus:
+device/servo/opencr.py). Every number is checked; FormatError names file and field. A
 robot whose frame of commands does not fit its controller's line at rate_hz (bytes x 10 bits /
 baud over 80 % of the period, device/servo/linebudget.py) is refused with the rate that fits.
 """
@@ -122,6 +123,7 @@ class Robot:
             if s.id in seen:
                 raise FormatError("%s: servo %s repeats id %d of %s" % (where, s.name, s.id, seen[s.id]))
             seen[s.id] = s.name
+        self.imu = _imu(d.get("imu"), seen, where)
         self.description = d.get("description", "")
         self.raw = d
         # one frame of commands must fit the controller's line at rate_hz (checked before any
@@ -160,6 +162,23 @@ class Robot:
                              % (self.name, ", ".join(self.mappings())))
         self.mapping_used = best[0]
         return best[1]
+
+
+IMU_BOARDS = ("opencr",)
+
+
+def _imu(spec, servo_ids, where):
+    """The robot's own IMU on its bus ({"board": "opencr", "id": 200}: device/servo/opencr.py)
+    or None (none known: no closed-loop balance from it)."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or spec.get("board") not in IMU_BOARDS:
+        raise FormatError("%s: 'imu' must be {\"board\": %s, \"id\": N}"
+                          % (where, " or ".join('"%s"' % b for b in IMU_BOARDS)))
+    sid = int(_num(spec, "id", where + ": imu", 200, 0, 252))
+    if sid in servo_ids:
+        raise FormatError("%s: imu id %d is servo %s's" % (where, sid, servo_ids[sid]))
+    return {"board": spec["board"], "id": sid}
 
 
 def _spec(spec, name):

@@ -6,7 +6,8 @@
 
 --physics ROBOT puts the robot's MuJoCo twin (host/physics) behind the servos, stepped in
 real time (wall-clock paced) in the background: Present Position, Load and Moving come from
-the simulated joints; goals, torque enable and profiles drive its servo models. The bus is then
+the simulated joints; goals, torque enable and profiles drive its servo models; a robot with a
+bus IMU (the OP3's OpenCR board, ID 200) answers its reads with the twin's torso IMU. The bus is then
 paced at the robot's baud (--line-baud B sets it, for any controller): a request and its reply
 take their wire time, as on the hardware (device/servo/emulate/pty.py).
     motionstaff emulate pico --robot myrobot --log servos.csv   # the real firmware on an emulated RP2040
@@ -93,6 +94,9 @@ def run(args):
         kw["clock"] = twin.clock
         if "ids" in kw:
             kw["ids"] = twin.ids
+        imu = getattr(twin.rm.description, "imu", None)
+        if imu and args.controller == "dynamixel":
+            kw["imu_id"] = imu["id"]                    # the OP3's OpenCR board: the twin's IMU
     emu = make_emulator(args.controller, **kw)
     stop = threading.Event()
 

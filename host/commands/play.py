@@ -2,11 +2,15 @@
 
     motionstaff play walk.png --port /dev/ttyACM0 --controller maestro --robot khr17-maestro
     motionstaff play 131_01.bvh --port /dev/pts/4 --robot op3-dynamixel --speed 0.5 --loop
+    motionstaff play dance.bvh --port /dev/ttyUSB0 --robot op3-dynamixel --imu-feedback   # closed loop
 
 Frames are paced by absolute deadlines; Ctrl-C (or the end) leaves the robot in its failsafe
 state; a summary of what was sent is printed at the end. STAFF is any motion file
 host.formats reads (staff PNG, BVH, CSV, C3D, the unit's .msr recording).
 `--osc HOST:PORT` / `--vmc HOST:PORT` also stream every frame sent to the robot (docs/osc.md).
+`--imu-feedback` reads the robot's own IMU on its bus each frame (the OP3's OpenCR board, ID 200:
+device/servo/opencr.py) and turns the standing ankle against the torso's tilt; a robot with no
+known IMU is refused (one line, exit 2).
 """
 
 import json
@@ -24,6 +28,10 @@ def add_arguments(p):
     p.add_argument("--mapping", help="row mapping of the robot to use (e.g. cmu, human); default: "
                    "retarget by pose for a built-in robot with a model, else the best match")
     p.add_argument("--no-balance", action="store_true", help="retarget by pose without balance")
+    p.add_argument("--imu-feedback", action="store_true",
+                   help="close the balance loop through the robot's own IMU on its bus (the OP3's "
+                        "OpenCR board, read each frame): the standing ankle turns against the "
+                        "torso's tilt (host/retarget/feedback.py)")
     p.add_argument("--speed", type=float, default=1.0, help="playback speed factor (default 1)")
     p.add_argument("--loop", action="store_true", help="play again and again until Ctrl-C")
     p.add_argument("--reverse", action="store_true", help="play backwards")
@@ -45,14 +53,14 @@ def load_staff(path):
 
 
 def _by_pose(args, robot, staff):
-    """The staff retargeted by pose (host/retarget/pose.py) when the description says
-    "retarget": "pose" (every built-in with a model), unless a row mapping is named or the staff
-    already has the servos' own rows; it prints what it did."""
+    """(staff, retarget result or None): the staff retargeted by pose (host/retarget/pose.py)
+    when the description says "retarget": "pose" (every built-in with a model), unless a row
+    mapping is named or the staff already has the servos' own rows; it prints what it did."""
     from host.retarget.robotmodel import SPECS
     servos = set(s.name for s in robot.servos)
     by_pose = robot.raw.get("retarget") == "pose" and robot.name in SPECS
     if args.mapping or servos & set(staff.names) or not by_pose or staff.skeleton is None:
-        return staff
+        return staff, None
     from host.retarget.pose import retarget_to_robot
     if args.from_s is not None or args.to_s is not None:
         # retarget only what is played; --from/--to then cover the result
@@ -66,7 +74,32 @@ def _by_pose(args, robot, staff):
     res = retarget_to_robot(staff, robot.name, balance=not getattr(args, "no_balance", False))
     for line in res.lines():
         print(line, file=sys.stderr)
-    return res.staff
+    return res.staff, res
+
+
+def check_imu_flag(robot):
+    """ValueError "--imu-feedback: robot X has no known IMU ..." for a robot without one."""
+    from device.servo.opencr import check_imu
+    try:
+        check_imu(robot)
+    except ValueError as e:
+        raise ValueError("--imu-feedback: %s" % e) from None
+
+
+def _check_feedback(args, robot, controller, res=False):
+    """--imu-feedback needs the robot's bus IMU and a balanced plan of single supports: a
+    one-line error otherwise, before any port is opened (res False: the flags only, before the
+    staff is read; then the retarget result)."""
+    check_imu_flag(robot)                                   # a robot without a known IMU
+    if controller != "dynamixel":
+        raise ValueError("--imu-feedback: robot %s's IMU is on its Dynamixel bus, not on %s"
+                         % (robot.name, controller))
+    why = ("--mapping" if args.mapping else "--no-balance" if getattr(args, "no_balance", False)
+           else None if res is False or (res is not None and res.contacts is not None)
+           else "this staff is not retargeted by pose")
+    if why:
+        raise ValueError("%s: --imu-feedback needs a person's motion retargeted with balance (%s)"
+                         % (args.staff, why))
 
 
 def _stream_outputs(args, staff, driver):
@@ -101,9 +134,13 @@ def run(args):
     if not (args.speed > 0 and math.isfinite(args.speed)):
         raise ValueError("--speed must be a positive number")
     robot = load_robot(args.robot)
-    staff = load_staff(args.staff)
-    staff = _by_pose(args, robot, staff)
     controller = args.controller or robot.controller
+    if args.imu_feedback:
+        _check_feedback(args, robot, controller)        # before reading or retargeting
+    staff = load_staff(args.staff)
+    staff, res = _by_pose(args, robot, staff)
+    if args.imu_feedback:
+        _check_feedback(args, robot, controller, res)
     first = 0 if args.from_s is None else max(0, int(round(args.from_s * staff.fps)))
     last = staff.frames if args.to_s is None else min(staff.frames, int(round(args.to_s * staff.fps)) + 1)
     if first >= last:
@@ -111,6 +148,16 @@ def run(args):
     opts = dict(robot.options)
     driver = open_driver(controller, args.port, baud=args.baud or robot.baud, **opts)
     player = Player(robot, driver, row_names=staff.names, mapping=args.mapping)
+    fb = bus_imu = None
+    if args.imu_feedback:
+        from device.servo.opencr import imu_reader
+        from host.retarget.feedback import StaffFeedback
+        try:
+            bus_imu = imu_reader(robot, driver, staff.fps * args.speed)
+        except ValueError:
+            driver.close()
+            raise
+        fb = StaffFeedback(res, robot.name, bus_imu.read)
     outs, on_frame = _stream_outputs(args, staff, driver)
     bar = None
     if not args.no_progress:
@@ -122,7 +169,8 @@ def run(args):
         player.start()
         summary = player.play(staff.values, staff.fps, speed=args.speed, loop=args.loop,
                               reverse=args.reverse, first=first, last=last,
-                              progress=bar.update if bar is not None else None, on_frame=on_frame)
+                              progress=bar.update if bar is not None else None, on_frame=on_frame,
+                              adjust=fb)
     except KeyboardInterrupt:
         interrupted = True
         summary = player._summary(0, 0.0)
@@ -138,6 +186,7 @@ def run(args):
     summary["mapping"] = getattr(robot, "mapping_used", None)
     summary["servos_driven"] = len(player.rows)
     summary["failsafe"] = player.failsafe_action
+    summary["feedback"] = None if fb is None else fb.report(summary, bus_imu)
     if outs:
         summary["stream_dropped"] = sum(out.dropped for out in outs)   # send buffer full
     if args.json:
@@ -151,6 +200,10 @@ def run(args):
                                   d["bytes"], summary["send_errors"], summary["limiter_clamped"],
                                   summary["limiter_rate_limited"], summary["limiter_invalid"],
                                   summary["failsafe"], " (interrupted)" if interrupted else "")
+              + ("; IMU feedback: %d of %d frames read the bus IMU (%d missed), ankles at most %.1f deg"
+                 % (summary["feedback"]["frames"] - summary["feedback"]["imu_missed"],
+                    summary["feedback"]["frames"], summary["feedback"]["imu_missed"],
+                    summary["feedback"]["max_ankle_deg"]) if fb is not None else "")
               + ("; OSC/VMC: %d datagram(s) dropped (send buffer full)" % summary["stream_dropped"]
                  if summary.get("stream_dropped") else ""))
     return 130 if interrupted else 0

@@ -9,7 +9,8 @@ Retargets by pose (with balance) when host.retarget.pose is there, or plays a st
 are the robot's servo names as is, else the robot's row map; streams it in simulated time
 (deterministic, --seed) and reports whether the robot fell, tracking, self-collisions, torque
 saturation and foot slip (host/physics/simulate.py has the definitions). --imu-feedback closes
-the balance loop through the robot's own IMU (host/retarget/feedback.py). -o renders the
+the balance loop through the robot's own IMU (host/retarget/feedback.py), read through the bus
+bytes as on the robot (device/servo/opencr.py); a robot without a known IMU is refused. -o renders the
 robot (MuJoCo offscreen: MUJOCO_GL egl, else osmesa); --compare puts the person beside it.
 """
 
@@ -28,8 +29,9 @@ def add_arguments(p):
     p.add_argument("--seed", type=int, default=0, help="physics seed (initial joint jitter); same seed, same run")
     p.add_argument("--no-balance", action="store_true", help="pose retargeting without balance")
     p.add_argument("--imu-feedback", action="store_true",
-                   help="a humanoid's IMU (the twin's) fed back at the standing ankles on every frame, as "
-                        "the live path does; without it the staff plays open loop, as `play` on a real OP3")
+                   help="a humanoid's own IMU, read through its bus as `play --imu-feedback` reads it (the "
+                        "OP3's OpenCR board, answered by the emulator with the twin's IMU), fed back at the "
+                        "standing ankles on every frame; without it the staff plays open loop")
     p.add_argument("--row-copy", action="store_true", help="the robot's row map, not pose retargeting")
     p.add_argument("--mapping", help="with --row-copy: which row map of the robot")
     p.add_argument("--record", help="write the run (per frame joint angles and body poses) as JSON, "
@@ -72,6 +74,9 @@ def run(args):
         staff.meta["source"] = args.staff           # what one-line errors name
     if args.compare and staff.skeleton is None:
         raise ValueError("%s: --compare needs a person's motion (this staff has no skeleton)" % args.staff)
+    if args.imu_feedback:
+        from host.commands.play import check_imu_flag
+        check_imu_flag(rm.description)                  # a robot without a known IMU: one line
     if args.imu_feedback and (args.row_copy or args.no_balance or not rm.humanoid or staff.skeleton is None):
         # (the feedback acts on the balanced plan's single supports: without one it would be an
         # open-loop run said to be closed loop)

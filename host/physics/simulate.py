@@ -89,9 +89,12 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
                    record=False, retargeted=None, feedback=False):
     """Play staff on the robot's twin; a Run with .report (and per frame recordings).
 
-    feedback: the robot's own IMU (the twin's) turned back at the standing ankles on every
-    frame sent (host/retarget/feedback.py; a humanoid's pose-retargeted staff only), as the
-    live path does; off, the staff plays open loop, as `motionstaff play` on a real OP3 does."""
+    feedback: the robot's own IMU turned back at the standing ankles on every frame sent
+    (host/retarget/feedback.py; a humanoid's pose-retargeted staff only), read through the bus
+    as `motionstaff play --imu-feedback` reads it on the robot (device/servo/opencr.py: the
+    driver's READ of the OpenCR board, which the emulator answers with the twin's IMU in the
+    board's units, paced at the baud); off, the staff plays open loop. A robot without a bus
+    IMU has no feedback: ValueError."""
     from device.servo.drivers import open_driver
     from device.servo.emulate import make_emulator
     from device.servo.player import Player
@@ -101,6 +104,9 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
 
     rm = robot if not isinstance(robot, str) else load_robot(robot)
     desc = rm.description
+    if feedback:
+        from device.servo.opencr import check_imu
+        check_imu(desc)                         # ValueError: no known IMU
     if retargeted is not None:
         played, res = retargeted
     else:
@@ -112,6 +118,8 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         kw["ids"] = twin.ids
     if ctl.startswith("feetech"):
         kw["series"] = desc.options.get("series", "sts")
+    if ctl == "dynamixel" and getattr(desc, "imu", None):
+        kw["imu_id"] = desc.imu["id"]          # the OP3's OpenCR board on the servos' bus
     emu = make_emulator(ctl, **kw)
     port = SimPort(emu, twin, desc.baud, REPLY_DELAY_S.get(ctl, 0.0))
     driver = open_driver(ctl, port, **dict(desc.options))
@@ -167,8 +175,12 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     # (a plan without its single supports, no balance: the feedback would never act, open loop)
     if feedback and res is not None and getattr(res, "qpos", None) is not None and rm.humanoid \
             and getattr(res, "contacts", None) is not None:
+        from device.servo.opencr import imu_reader
         from host.retarget.feedback import StaffFeedback
-        fb = StaffFeedback(res, rm.name, twin.imu)
+        # the robot's IMU through the bus, as on the robot: the driver's READ of the board,
+        # paced at the baud, the twin's IMU quantised in the board's registers
+        bus_imu = imu_reader(desc, driver, played.fps)
+        fb = StaffFeedback(res, rm.name, bus_imu.read)
     summary = player.play(played.values, played.fps, on_frame=on_frame, adjust=fb)
     # the last command held for settle_s: a fall right after the motion counts
     end = twin.time_s + settle_s
@@ -196,9 +208,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         "servos_driven": len(driven),
         "limiter_clamped": summary["limiter_clamped"],
         # (adjust_errors: frames the feedback raised on, sent as planned, open loop)
-        "feedback": None if fb is None else {"frames": fb.frames, "imu_missed": fb.missed,
-                                             "adjust_errors": summary.get("adjust_errors", 0),
-                                             "max_ankle_deg": round(fb.max_dq_deg, 2)},
+        "feedback": None if fb is None else fb.report(summary, bus_imu),
         "sim_s": round(twin.time_s, 3),
         "wall_s": round(wall, 3),
         "realtime_factor": round(twin.time_s / wall, 2) if wall > 0 else None,

@@ -196,6 +196,21 @@ class Twin:
         g = g + self._imu_rng.normal(0.0, math.radians(0.2), 3)
         return g / np.linalg.norm(g), w + self._imu_rng.normal(0.0, 0.01, 3)
 
+    def specific_force_g(self):
+        """What an accelerometer on the torso reads, in g, torso frame (3,): gravity's
+        reaction plus the body's own acceleration (+1 g up at rest; MuJoCo's accelerometer
+        sensor: mj_rnePostConstraint, then the torso's local linear acceleration). No noise
+        (the OpenCR board's acc registers; the balance feedback reads its fused tilt)."""
+        m, d = self.model, self.data
+        out = np.zeros(6)
+        with self.lock:
+            self._mj.mj_rnePostConstraint(m, d)
+            # at the torso frame's origin, in world axes (a body's "local" is its inertia frame)
+            self._mj.mj_objectAcceleration(m, d, self._mj.mjtObj.mjOBJ_XBODY, self.torso_id, out, 0)
+            R = d.xmat[self.torso_id].reshape(3, 3).copy()
+        # f_torso = R^T a_world / |g|
+        return R.T @ out[3:] / float(np.linalg.norm(m.opt.gravity))
+
     def torso_height_m(self):
         return float(self.data.xpos[self.torso_id][2])
 

@@ -1,7 +1,8 @@
 """The robot's own IMU fed back onto a retargeted staff while it plays (closed-loop balance).
 
     from host.retarget.feedback import StaffFeedback
-    fb = StaffFeedback(res, "op3-dynamixel", imu=twin.imu)   # res: pose.retarget_to_robot(...)
+    fb = StaffFeedback(res, "op3-dynamixel", imu=bus_imu.read)   # res: pose.retarget_to_robot(...)
+    # bus_imu = device.servo.opencr.imu_reader(robot, driver, fps): the OpenCR board on the bus
     player.play(res.staff.values, res.staff.fps, adjust=fb)  # each frame + the ankles' correction
 
 A staff played open loop is a plan: a one-legged pose with the other leg raised high (the
@@ -18,9 +19,10 @@ one foot only (standing[k] for one side, the plan's support; gain_k fades it in 
 after the lift-off and out before the landing): with both soles down the ankles would fight
 through the floor. An IMU that does not answer (any exception, None, NaN, inf, a zero
 vector) leaves that frame as planned, counted in `missed`. Where a frame's plan is not known
-(a staff of the robot's own rows, no `res.qpos`) nothing is added. The real robot needs an IMU
-source for it: the OP3's OpenCR board is not read yet, so `motionstaff play` on a real OP3
-plays open loop.
+(a staff of the robot's own rows, no `res.qpos`) nothing is added. The IMU is the robot's own,
+read through its bus: on the OP3 the OpenCR board (device/servo/opencr.py), by `motionstaff play
+--imu-feedback` on the robot and `motionstaff simulate --imu-feedback` on the emulator that
+answers with the twin's IMU (the same bytes and their bus time).
 """
 
 import numpy as np
@@ -63,6 +65,15 @@ class StaffFeedback:
         self.frames = 0
         self.missed = 0
         self.max_dq_deg = 0.0
+
+    def report(self, summary, bus_imu=None):
+        """The run's feedback figures: frames, imu_missed, adjust_errors (frames it raised on,
+        sent as planned: Player.play's summary), max_ankle_deg, and the bus IMU's reads."""
+        out = {"frames": self.frames, "imu_missed": self.missed,
+               "adjust_errors": summary.get("adjust_errors", 0), "max_ankle_deg": round(self.max_dq_deg, 2)}
+        if bus_imu is not None:
+            out.update(imu="bus", imu_every=bus_imu.every, imu_reads=dict(bus_imu.stats))
+        return out
 
     def __call__(self, k, column):
         """Frame k's column (staff row order) with the standing ankles' correction added."""

@@ -8,6 +8,9 @@ XM430: in position mode (Operating Mode 3) a Goal Position outside Min..Max Posi
     emu = DynamixelEmulator(ids=(1, 2)); emu.feed(dx.write(1, 64, 1, 1) + dx.write(1, 116, 4, 2048))
     emu.positions[1] == 2048
 
+With imu_id (the OP3's 200) an OpenCR board shares the bus (emulate/opencr.py): it answers
+ping, read and its share of a sync read with the body's IMU in its registers.
+
 With a body (base.py): Goal Position, Torque Enable, Profile Velocity/Acceleration and the
 Position P/D Gains go to it; Present Position, Present Velocity, Present Current and Moving
 are read from it before each read reply.
@@ -42,8 +45,13 @@ class DynamixelEmulator(Emulator):
     NAME = "dynamixel"
     UNITS = "units"
 
-    def __init__(self, ids=tuple(range(1, 21)), clock=None, body=None):
+    def __init__(self, ids=tuple(range(1, 21)), clock=None, body=None, imu_id=None):
         Emulator.__init__(self, clock, deg_per_unit=360.0 / 4096, centre=2048, body=body)
+        self.boards = {}
+        if imu_id is not None:
+            # the OP3's OpenCR board on the same bus, its IMU from the body (emulate/opencr.py)
+            from device.servo.emulate.opencr import OpenCRBoard
+            self.boards[imu_id] = OpenCRBoard(imu_id, body)
         self.tables = {}
         for i in ids:
             t = bytearray(256)
@@ -159,9 +167,14 @@ class DynamixelEmulator(Emulator):
 
     def _run(self, sid, inst, p):
         out = b""
+        if sid in self.boards:
+            return self.boards[sid].run(sid, inst, p)
         if inst == dx.PING:
             for s in self._ids(sid):
                 out += dx.status(s, 0, struct.pack("<HB", struct.unpack_from("<H", self.tables[s])[0], 46))
+            if sid == dx.BROADCAST:
+                for b in sorted(self.boards):
+                    out += self.boards[b].run(b, inst, p)
         elif inst == dx.READ and len(p) == 4 and sid in self.tables:
             a, n = struct.unpack("<HH", p)
             self._sense(sid)
@@ -186,6 +199,8 @@ class DynamixelEmulator(Emulator):
                 if s in self.tables:
                     self._sense(s)
                     out += dx.status(s, 0, bytes(self.tables[s][a:a + n]))
+                elif s in self.boards:
+                    out += self.boards[s].read(a, n)
         elif inst == dx.BULK_WRITE:
             k = 0
             while k + 5 <= len(p):

@@ -1,0 +1,76 @@
+"""The OP3's OpenCR board on the emulated Dynamixel bus: device 200 answering with the body's IMU.
+
+    board = OpenCRBoard(body=twin)         # DynamixelEmulator(ids, imu_id=200, body=twin) makes it
+    board.run(200, dx.READ, struct.pack("<HH", 32, 16))   # its status packet, the twin's IMU in it
+
+Its control table is the firmware's (device/servo/opencr.py cites it): model 0x7400, firmware 2,
+id, baud, return delay, status return level; gyro, acc, roll, pitch, yaw at 32..49 in the
+board's raw units, IMU control at 50. Before each read the IMU registers are filled from the
+body: body.imu() -> (up vector, rate rad/s) in the torso frame (the twin's, with its seeded
+noise) and, when the body has it, body.specific_force_g() -> the accelerometer's (g, torso
+frame; else 1 g along the up vector), quantised as the board quantises (device/servo/opencr.py
+encode). Without a body the board stands still and level. Yaw reads 0 (the real board's drifts;
+nothing reads it). A read past the table is answered with a Data Length error, as the firmware.
+"""
+
+import struct
+
+from device.servo import dynamixel as dx
+from device.servo import opencr
+
+TABLE_BYTES = 51                 # sizeof(dxl_mem_op3_t)
+DATA_LENGTH_ERROR = 0x05
+WRITABLE = (3, 4, 5, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 50)
+
+
+class OpenCRBoard:
+    def __init__(self, sid=opencr.OPENCR_ID, body=None):
+        self.sid = sid
+        self.body = body
+        t = bytearray(TABLE_BYTES)
+        struct.pack_into("<H", t, 0, opencr.MODEL_NUMBER)
+        t[2] = 2                         # DXL_NODE_OP3_FW_VER
+        t[3] = sid
+        t[4] = 3                         # DXL_NODE_OP3_BAUD (1 Mbps)
+        t[16] = 2                        # Status Return Level
+        t[31] = 120                      # Present Voltage, 0.1 V
+        self.table = t
+        self.reads = 0
+
+    def sense(self):
+        """The IMU registers from the body (32..47; yaw 0)."""
+        if self.body is None:
+            up, rate, acc = (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)
+        else:
+            up, rate = self.body.imu()
+            force = getattr(self.body, "specific_force_g", None)
+            acc = force() if force is not None else up
+        self.table[opencr.GYRO_X:opencr.GYRO_X + opencr.BLOCK] = opencr.encode(
+            [float(v) for v in up], [float(v) for v in rate], [float(v) for v in acc])
+
+    def read(self, a, n):
+        """The status packet to a read of n bytes at a (a sync read's share too)."""
+        if a >= TABLE_BYTES:
+            return dx.status(self.sid, DATA_LENGTH_ERROR)
+        if a < opencr.YAW + 2 and a + n > opencr.GYRO_X:
+            self.sense()
+            self.reads += 1
+        return dx.status(self.sid, 0, bytes(self.table[a:a + n]).ljust(n, b"\0"))
+
+    def _write(self, a, data):
+        for k, b in enumerate(data):
+            if a + k in WRITABLE:
+                self.table[a + k] = b
+
+    def run(self, sid, inst, p):
+        """The reply to a ping, read or write addressed to the board (b"" when none; a sync
+        read's share is read())."""
+        if inst == dx.PING:
+            return dx.status(self.sid, 0, struct.pack("<HB", opencr.MODEL_NUMBER, self.table[2]))
+        if inst == dx.READ and len(p) == 4 and sid == self.sid:
+            a, n = struct.unpack("<HH", p)
+            return self.read(a, n)
+        if inst == dx.WRITE and len(p) >= 2 and sid == self.sid:
+            self._write(p[0] | (p[1] << 8), p[2:])
+            return dx.status(self.sid, 0)
+        return b""

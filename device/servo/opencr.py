@@ -1,0 +1,202 @@
+"""The ROBOTIS OP3's IMU: its OpenCR board, Dynamixel Protocol 2.0 device 200 on the servos' bus.
+
+    from device.servo.opencr import OpenCRImu
+    imu = OpenCRImu(driver)              # driver: the robot's Dynamixel driver (its port, its bus)
+    imu.read()   # ((gx, gy, gz) unit up vector in the torso frame, (wx, wy, wz) rad/s) or None
+    imu.request().hex(" ")               # ff ff fd 00 c8 07 00 02 20 00 10 00 b3 2f
+
+One READ of 16 bytes at 32 (gyro x/y/z, acc x/y/z, roll, pitch: int16 each, little-endian),
+one status reply of 27 bytes, CRC-16 checked (device/servo/dynamixel.py). A reply that does
+not come (timeout), does not check (CRC, length, id) or carries an error is None: the caller
+keeps its plan for that frame (host/retarget/feedback.py counts it missed).
+
+The control table, from ROBOTIS' own code (cited in docs/robots.md, "The OP3's IMU on the bus"):
+- ROBOTIS-GIT/OpenCR 68ec75d8a400949580ecf263e0105ea9743b878e,
+  arduino/opencr_arduino/opencr/libraries/OP3/examples/opencr_op3/dxl_node_op3.h: ID 200
+  (0xC8), model number 0x7400; int16 Gyro_X/Y/Z at 32/34/36, Acc_X/Y/Z at 38/40/42,
+  Roll/Pitch/Yaw at 44/46/48. dxl_hw_op3.cpp: gyro = the chip's calibrated ADC, acc = its raw
+  ADC, roll/pitch/yaw = (int16)(Madgwick angle deg x 10) (0.1 deg, truncated).
+  libraries/IMU/MPU9250.cpp (and ICM20648.cpp): gyro full scale 2000 deg/s, acc 2 g;
+  IMU.cpp: a 3-sample mean of the gyro, |value| <= 3 set to 0, updated at 200 Hz.
+- ROBOTIS-GIT/ROBOTIS-Framework 288e048adeb5195dae49626d044a30190fbab46c,
+  robotis_device/devices/sensor/OPEN-CR.device: the same addresses, 2 bytes each, gyro and
+  acc signed.
+- ROBOTIS-GIT/ROBOTIS-OP3 3bc2bd514e8ee6054e9726d23c8c0b13236f84f0,
+  open_cr_module/src/open_cr_module.cpp and its .h: rad/s = -raw x, -raw y, +raw z times
+  2000 / 32800 deg/s; g = -raw x, -raw y, +raw z times 2 / 32768; published in "body_link"
+  (x forward, y left, z up: the MuJoCo OP3's torso frame too). The board sits turned half a
+  turn about z in the body: body axis = MOUNT x board axis, for gyro and acc alike.
+
+Tilt comes from roll and pitch (the board's own fused attitude: an accelerometer alone would
+tip with every sway of the body), rate from the gyro, both turned into the torso frame.
+MicroPython-safe (struct, math, no numpy): it runs wherever the Dynamixel driver does.
+"""
+
+import math
+import struct
+
+from device.servo import dynamixel as dx
+
+OPENCR_ID = 200
+MODEL_NUMBER = 0x7400
+GYRO_X = 32
+ACC_X = 38
+ROLL = 44
+PITCH = 46
+YAW = 48
+IMU_CONTROL = 50
+BLOCK = 16                          # gyro x/y/z, acc x/y/z, roll, pitch
+GYRO_LSB_PER_DPS = 32800 / 2000.0   # 16.4: MPU9250 at +-2000 deg/s (open_cr_module GYRO_FACTOR)
+ACC_LSB_PER_G = 32768 / 2.0         # 16384: +-2 g (open_cr_module ACCEL_FACTOR)
+ANGLE_LSB_PER_DEG = 10.0            # roll/pitch/yaw in 0.1 deg
+GYRO_DEADBAND_LSB = 3               # IMU.cpp: |gyro| <= 3 reads 0
+MOUNT = (-1, -1, 1)                 # body_link axis = MOUNT * board axis (open_cr_module.cpp)
+REPLY_BYTES = 11 + BLOCK            # header 4, id, len 2, 0x55, error, params, CRC 2
+# the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
+# the board's own default is 0, its firmware answers from its main loop (at least as late)
+RETURN_DELAY_S = 0.0005
+# a board that does not answer (absent, unpowered) costs the port's timeout on every read: after
+# QUIET_LIMIT timeouts in a row it is asked only every PROBE_EVERY-th call (None in between)
+QUIET_LIMIT = 3
+PROBE_EVERY = 100
+
+
+def request():
+    """The READ of the IMU block: ff ff fd 00 c8 07 00 02 20 00 10 00 b3 2f."""
+    return dx.read(OPENCR_ID, GYRO_X, BLOCK)
+
+
+def _int16(v):
+    return max(-32768, min(32767, int(v)))
+
+
+def encode(up, rate_rad_s, acc_g):
+    """The 16 register bytes from 32 the board would hold for a torso whose up vector (unit,
+    torso frame), angular rate (rad/s) and specific force (g) are these (the emulator's side)."""
+    ux, uy, uz = up
+    # roll_body = atan2(uy, uz), pitch_body = atan2(-ux, sqrt(uy^2 + uz^2)) (ZYX, from the up vector)
+    roll_deg = math.degrees(math.atan2(uy, uz))
+    pitch_deg = math.degrees(math.atan2(-ux, math.sqrt(uy * uy + uz * uz)))
+    gyro = []
+    for k in range(3):
+        # raw = board axis x 16.4 LSB per deg/s, the chip's rounding; |raw| <= 3 reads 0
+        raw = _int16(round(MOUNT[k] * math.degrees(rate_rad_s[k]) * GYRO_LSB_PER_DPS))
+        gyro.append(0 if -GYRO_DEADBAND_LSB <= raw <= GYRO_DEADBAND_LSB else raw)
+    # raw = board axis x 16384 LSB per g
+    acc = [_int16(round(MOUNT[k] * acc_g[k] * ACC_LSB_PER_G)) for k in range(3)]
+    # the board's angles are its own frame's: half a turn about z negates roll and pitch;
+    # (int16)(deg x 10) truncates toward zero
+    angles = [_int16(-roll_deg * ANGLE_LSB_PER_DEG), _int16(-pitch_deg * ANGLE_LSB_PER_DEG)]
+    return struct.pack("<8h", *(gyro + acc + angles))
+
+
+def decode(params):
+    """(up (3,), rate rad/s (3,), specific force g (3,)) in the torso frame from the 16 bytes,
+    or None (not 16 bytes)."""
+    if len(params) != BLOCK:
+        return None
+    v = struct.unpack("<8h", params)
+    # rate_body = MOUNT * raw / 16.4 deg/s
+    rate = tuple(math.radians(MOUNT[k] * v[k] / GYRO_LSB_PER_DPS) for k in range(3))
+    acc = tuple(MOUNT[k] * v[3 + k] / ACC_LSB_PER_G for k in range(3))
+    # roll_body = -roll_board, pitch_body = -pitch_board (0.1 deg)
+    r = math.radians(-v[6] / ANGLE_LSB_PER_DEG)
+    p = math.radians(-v[7] / ANGLE_LSB_PER_DEG)
+    # up in the torso frame = R^T z = (-sin p, cos p sin r, cos p cos r) for R = Rz Ry(p) Rx(r)
+    up = (-math.sin(p), math.cos(p) * math.sin(r), math.cos(p) * math.cos(r))
+    return up, rate, acc
+
+
+class OpenCRImu:
+    """The board read through the robot's Dynamixel driver, once per call (one frame; every
+    Nth with every=N, the last sample between); a board silent QUIET_LIMIT times in a row is
+    asked every PROBE_EVERY-th call only. stats: reads, ok, timeouts, bad (CRC, length, id),
+    errors (an error bit, a port error), skipped (calls a silent board was not asked)."""
+
+    def __init__(self, driver, sid=OPENCR_ID, every=1):
+        self.driver = driver
+        self.sid = sid
+        self.every = max(1, int(every))   # read every Nth call (a line without room for each)
+        self.calls = 0
+        self.quiet = 0                    # timeouts in a row
+        self.stats = {"reads": 0, "ok": 0, "timeouts": 0, "bad": 0, "errors": 0}
+        self.last = None                  # the last good (up, rate, acc)
+
+    def request(self):
+        return dx.read(self.sid, GYRO_X, BLOCK)
+
+    def _reply(self):
+        """The status packet's bytes: its head (7 bytes) says how many follow (a stuffed
+        reply is longer than REPLY_BYTES)."""
+        drv = self.driver
+        head = drv.read_exact(7)
+        if len(head) < 7 or head[:4] != dx.HEADER:
+            return head, False
+        n = head[5] | (head[6] << 8)
+        rest = drv.read_exact(n) if 4 <= n <= 1000 else b""
+        return head + rest, len(rest) == n
+
+    def sample(self):
+        """(up, rate, acc) in the torso frame, or None (timeout, bad reply, an error bit)."""
+        self.stats["reads"] += 1
+        port = self.driver.port
+        if hasattr(port, "reset_input_buffer"):
+            port.reset_input_buffer()
+        try:
+            self.driver.write(self.request())
+            data, whole = self._reply()
+        except OSError:
+            self.stats["errors"] += 1
+            return None
+        if not data:
+            self.stats["timeouts"] += 1
+            self.quiet += 1
+            return None
+        self.quiet = 0
+        r = dx.parse_status(data) if whole else None
+        if r is None or r[0] != self.sid:
+            self.stats["bad"] += 1
+            return None
+        if r[1]:
+            self.stats["errors"] += 1
+            return None
+        s = decode(r[2])
+        if s is None:
+            self.stats["bad"] += 1
+            return None
+        self.stats["ok"] += 1
+        self.last = s
+        return s
+
+    def read(self):
+        """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or
+        None. With every > 1 the calls between reads give the last sample (no bus time)."""
+        self.calls += 1
+        if self.quiet >= QUIET_LIMIT and (self.calls - 1) % PROBE_EVERY:
+            self.stats["skipped"] = self.stats.get("skipped", 0) + 1
+            return None                   # a silent board: not every frame's timeout
+        if (self.calls - 1) % self.every:
+            s = self.last
+        else:
+            s = self.sample()
+        return None if s is None else (s[0], s[1])
+
+
+def check_imu(robot):
+    """The robot's bus IMU ({"board", "id"}), or ValueError: a robot without a known IMU."""
+    spec = getattr(robot, "imu", None)
+    if not spec:
+        raise ValueError("robot %s has no known IMU (its description names no \"imu\" board)" % robot.name)
+    return spec
+
+
+def imu_reader(robot, driver, fps=None):
+    """The bus IMU the robot description names ("imu": {"board": "opencr", "id": 200}), read
+    as often as its line has room at fps (device/servo/linebudget.py), or ValueError."""
+    from device.servo.linebudget import line_budget
+    spec = check_imu(robot)
+    every = line_budget(robot, fps).get("imu_every") or 0
+    if not every:
+        raise ValueError("robot %s: its frame leaves no room on the line for the IMU's read at %g fps"
+                         % (robot.name, fps or robot.rate_hz))
+    return OpenCRImu(driver, spec["id"], every)
