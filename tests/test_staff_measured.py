@@ -171,3 +171,28 @@ def test_convert_measured_and_chain_bounds(capsys, tmp_path):
     assert point_errors_mm(orig.skeleton, orig.values, read_motion(a).values).max() <= 0.5
     code, _, err = run(capsys, "convert", CLIP, tmp_path / "x.csv", "--transform", "d2p")
     assert code == 2 and "--transform" in err and not (tmp_path / "x.csv").exists()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2 ** 31 - 1))
+def test_any_d2p_pixels_under_a_real_header_decode_inside_the_rows_ranges(seed):
+    """A hostile d2p file (a real header, pixels anything at all) decodes to values inside each
+    row's declared [lo, hi]: the planes' wrap keeps every code in 0..65535."""
+    import io
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+    rng = np.random.default_rng(seed)
+    rows = [Row("a%d" % i, "deg", -90.0, 90.0, True) for i in range(3)]
+    staff = Staff(rng.uniform(-90, 90, (3, 40)), rows, 30.0, 16, None, {"source": "test"})
+    text = Image.open(io.BytesIO(encode_png(staff))).info["motionstaff"]
+    info = PngInfo()
+    info.add_text("motionstaff", text, zip=True)
+    buf = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (6, 40), dtype=np.uint8), "L").save(buf, "PNG", pnginfo=info)
+    back = decode_png(buf.getvalue(), "hostile.png")
+    assert np.all(back.values >= -90.0) and np.all(back.values <= 90.0)
+    # the same header over an image of the wrong height: refused, naming the file
+    buf = io.BytesIO()
+    Image.fromarray(np.zeros((5, 40), np.uint8), "L").save(buf, "PNG", pnginfo=info)
+    with pytest.raises(FormatError, match="hostile.png: header has 3 rows"):
+        decode_png(buf.getvalue(), "hostile.png")
