@@ -86,14 +86,15 @@ def test_the_demos_estimate_that_tipped_the_old_live_balance_stands():
     """The demo's own 131_03 staff as the unit estimated it (8-bit, the first 8 s), on the demo's
     paced line: the live balance before the IMU feedback and the lift commit fell at 6.4 s in the
     demo; now it stands, and with +-1 code on a fifth of the samples too. Its stance feet slide
-    5.3 mm, just over the 5 mm goal (4.8 mm while the header repeat still held frames back up to
-    0.14 s and they came in bursts; the repeat now trickles behind the frames)."""
+    8.1 mm, over the 5 mm goal, since the IMU it reads is the OpenCR board's on the bus as the
+    firmware fills it (Madgwick, 200 Hz, the chip's filters: 5.35 mm with the twin's own tilt
+    sampled at the read, which no real board gives)."""
     from tools.replay_live import noisy
     est = read_motion(os.path.join(DATA, "131_03_estimate.png"))
     rep = replay(est, max_s=8.0)
-    assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.35 mm)
+    assert not rep["fell"] and rep["foot_slip_mm"] < 9.0           # (measured 8.09 mm)
     rep = replay(noisy(est, 1, seed=3), max_s=8.0)
-    assert not rep["fell"] and rep["foot_slip_mm"] < 8.0           # (measured 4.76 mm)
+    assert not rep["fell"] and rep["foot_slip_mm"] < 8.0           # (measured 6.19 mm)
     old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M)
     try:
         live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M = 0.0, 0.0, None

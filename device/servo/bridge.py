@@ -17,6 +17,16 @@ counted, and a frame that cannot be mapped makes it ask for the header (a REQUES
 Limiter keeps every command inside the servos' limits and velocity limits on the clock.
 `last_key`/`last_codes` are (seq, time_us) and the codes of the frame being acted on while its
 command is written (None for a failsafe step).
+
+    br = LinkBridge(op3, driver, retarget=make_retargeter, bus_imu=True)
+    # make_retargeter(row names, imu) -> r; imu() is the robot's own IMU read on its servo bus
+    # (device/servo/opencr.py: the OP3's OpenCR board, one READ per call on this driver), or
+    # None without bus_imu; r.tick(now_s) between frames is the balance loop (poll calls it)
+
+With bus_imu the IMU is the one a robot has: its board answers on the same bus as the servos,
+each read takes its bytes' time on the line (budgeted at imu_hz, the balance loop's rate:
+device/servo/linebudget.py), and a read that fails is None to the retargeter (its feedback
+skips that tick). A robot whose description names no IMU is a ValueError at construction.
 """
 
 import time
@@ -26,10 +36,16 @@ from protocol import packets as pk, staffcodec
 
 
 class LinkBridge:
-    def __init__(self, robot, driver, clock=None, mapping=None, request_s=0.1, retarget=None):
+    def __init__(self, robot, driver, clock=None, mapping=None, request_s=0.1, retarget=None,
+                 bus_imu=False, imu_hz=200.0):
         self.robot = robot
-        self.retarget = retarget        # retarget(row names) -> r: r.servo_names, r.step(values, t_s)
+        # retarget(row names, imu) -> r: r.servo_names, r.step(values, t_s)
+        self.retarget = retarget
         self.retargeter = None
+        self.bus_imu = None
+        if bus_imu:
+            from device.servo.opencr import imu_reader
+            self.bus_imu = imu_reader(robot, driver, imu_hz)
         self.driver = driver
         self.clock = clock or time.monotonic
         self.mapping = mapping
@@ -70,7 +86,7 @@ class LinkBridge:
         mapping = self.mapping
         if self.retarget is not None:
             # the rows are the person's: the retargeter turns each frame into the servos' angles
-            self.retargeter = self.retarget(names)
+            self.retargeter = self.retarget(names, self._imu if self.bus_imu is not None else None)
             names, mapping = self.retargeter.servo_names, "servo"
         if self.player is None:
             self.started_at = self.clock()
@@ -79,6 +95,14 @@ class LinkBridge:
             self.player.start()
         else:
             self.player.bind(names, mapping)
+
+    def _imu(self):
+        """The robot's IMU now, read on its bus: (up, rate rad/s) in the torso frame; a read
+        that failed raises ValueError (the retargeter's feedback skips that tick)."""
+        s = self.bus_imu.read()
+        if s is None:
+            raise ValueError("the bus IMU did not answer")
+        return s
 
     def _request(self, out):
         now = self.clock()
@@ -181,6 +205,8 @@ class LinkBridge:
         out["seq_gaps"] = self.decoder.gaps
         a = self.assembler
         out["bad_headers"] = a.bad + a.restarts + a.too_big
+        if self.bus_imu is not None:
+            out["imu_reads"] = dict(self.bus_imu.stats)
         if self.player is not None:
             st = self.player.stats
             out.update(send_errors=st["send_errors"], failsafes=st["failsafes"],

@@ -10,7 +10,9 @@ its controller emulator -> the MuJoCo twin, all on the link's clock.
 
 The live link carries the person's joint angles. With mapping="pose" (the default) the
 bridge hands each decoded frame to host.retarget.live.LiveRetargeter (pose retargeting with
-balance, frame by frame) and the player gets the servos' angles; mapping="human" copies rows
+balance, frame by frame) and the player gets the servos' angles; on a robot with a bus IMU
+(the OP3's OpenCR board) the bridge reads it on the same driver and bus, as on the robot, and
+the emulator's board answers with what the firmware would hold (imu=False: no feedback); mapping="human" copies rows
 joint for joint with the description's row map (on a humanoid: what that does to balance).
 
     end = TwinEnd("op3-dynamixel", clock, mapping="human")    # the row copy
@@ -35,6 +37,8 @@ class TwinEnd:
         kw = {"clock": self.twin.clock, "body": self.twin}
         if desc.controller in ("dynamixel", "feetech"):
             kw["ids"] = self.twin.ids
+        if getattr(desc, "imu", None):
+            kw["imu_id"] = desc.imu["id"]          # the OP3's OpenCR board on the servos' bus
         self.emu = make_emulator(desc.controller, **kw)
         self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0))
         self.driver = open_driver(desc.controller, self.port, **dict(desc.options))
@@ -44,13 +48,16 @@ class TwinEnd:
         if mapping == "pose":
             from host.retarget.live import LiveRetargeter
 
-            def retarget(names):
-                # the robot's own IMU (the twin's torso) feeds the live balance
-                self.retargeter = LiveRetargeter(robot_name, names, fps=fps,
-                                                 imu=self.twin.imu if imu else None)
+            def retarget(names, bus_imu):
+                # the robot's own IMU, read by the bridge on the servos' bus (the emulated
+                # OpenCR board: the firmware's filters, loop and Madgwick on the twin's torso)
+                self.retargeter = LiveRetargeter(robot_name, names, fps=fps, imu=bus_imu)
                 return self.retargeter
+        from host.retarget.live import TICK_S
         self.bridge = LinkBridge(desc, self.driver, clock=clock,
-                                 mapping=None if mapping == "pose" else mapping, retarget=retarget)
+                                 mapping=None if mapping == "pose" else mapping, retarget=retarget,
+                                 bus_imu=bool(imu and mapping == "pose" and getattr(desc, "imu", None)),
+                                 imu_hz=1.0 / TICK_S)
         self.run = Run()
         self.run.robot = rm
         self.fall_s = None
@@ -84,6 +91,7 @@ class TwinEnd:
                 "fall_time_s": self.fall_s, "self_collision_frames": self.selfc,
                 "foot_slip_mm": None if self.slip is None else round(1000.0 * self.slip.slip_m, 2),
                 "bridge": dict(getattr(b, "counts", {})),
+                "imu_reads": dict(b.bus_imu.stats) if getattr(b, "bus_imu", None) is not None else None,
                 "torque_saturated_frac": round(self.twin.sat_steps / float(max(1, self.twin.on_steps)), 5),
                 "mapping": "pose" if self.mapping == "pose" else
                 getattr(self.twin.rm.description, "mapping_used", None),

@@ -16,6 +16,9 @@ The emulator hook (host-agnostic, device/servo/emulate/base.py documents it):
                             count; None = no sensor), moving), or None for a servo it lacks
 A PWM servo (Maestro) has no feedback: read gives the Maestro's own output pulse (its ramped
 target), load None.
+    body.attach_sensor(fn)    # fn(body) after every physics step: a sensor with its own loop
+                              # (the OP3's OpenCR board: emulate/opencr.py) samples the body
+                              # on the body's clock, not when a request arrives
 
 Start: the robot stands on its feet at the zero pose (home_deg), every servo's torque off,
 as at power-up; physics only advances in advance()/step() (or run_realtime in a thread).
@@ -70,6 +73,7 @@ class Twin:
         warm_up()
         self.lock = threading.RLock()
         self.steps = 0
+        self.sensors = []                       # fn(twin) after every step (attach_sensor)
         self.sat_steps = 0                      # servo-steps at full duty
         self.on_steps = 0                       # servo-steps with torque on
         self.torso_id = self.model.body(rm.segments.get("torso", rm.segments.get("base"))).id
@@ -98,6 +102,12 @@ class Twin:
                 self.steps += 1
                 self.sat_steps += bank.counts[0]
                 self.on_steps += bank.counts[1]
+                for fn in self.sensors:
+                    fn(self)
+
+    def attach_sensor(self, fn):
+        """fn(twin) is called after every physics step, inside the step (the twin's lock held)."""
+        self.sensors.append(fn)
 
     def advance(self, seconds):
         """Step until simulated time has moved on by `seconds` (whole steps)."""

@@ -5,22 +5,32 @@
 
 Its control table is the firmware's (device/servo/opencr.py cites it): model 0x7400, firmware 2,
 id, baud, return delay, status return level; gyro, acc, roll, pitch, yaw at 32..49 in the
-board's raw units, IMU control at 50. Before each read the IMU registers are filled from the
-body: body.imu() -> (up vector, rate rad/s) in the torso frame (the twin's, with its seeded
-noise) and, when the body has it, body.specific_force_g() -> the accelerometer's (g, torso
-frame; else 1 g along the up vector), quantised as the board quantises (device/servo/opencr.py
-encode). Without a body the board stands still and level. Yaw reads 0 (the real board's drifts;
-nothing reads it). A read past the table is answered with a Data Length error, as the firmware.
+board's raw units, IMU control at 50.
+
+The IMU registers are the firmware's, not the body's now (emulate/opencr_imu.py: the chip's
+filters, the 200 Hz loop, the gyro's 3-sample mean and dead band, Madgwick's roll, pitch and a
+yaw that drifts): a body that has attach_sensor (host/physics/twin.py) calls the board on every
+physics step with its torso's rate (body.imu(), with the twin's seeded noise) and specific force
+(body.specific_force_g()), and a read gets what the board's last 5 ms loop left there (0-5 ms
+old). A body without attach_sensor (a test's stub) is sampled at the read and quantised as the
+board quantises (device/servo/opencr.py encode), yaw 0. Without a body the board stands still
+and level. A read past the table is answered with a Data Length error, as the firmware.
 """
 
 import struct
 
 from device.servo import dynamixel as dx
 from device.servo import opencr
+from device.servo.emulate.opencr_imu import BoardImu
 
 TABLE_BYTES = 51                 # sizeof(dxl_mem_op3_t)
 DATA_LENGTH_ERROR = 0x05
 WRITABLE = (3, 4, 5, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 50)
+
+
+def _board(v):
+    """A torso-frame vector in the board's axes (half a turn about z: MOUNT is its own inverse)."""
+    return [opencr.MOUNT[k] * float(v[k]) for k in range(3)]
 
 
 class OpenCRBoard:
@@ -36,9 +46,29 @@ class OpenCRBoard:
         t[31] = 120                      # Present Voltage, 0.1 V
         self.table = t
         self.reads = 0
+        self.imu = None                  # the firmware's IMU loop, on a body with a clock hook
+        attach = getattr(body, "attach_sensor", None)
+        if attach is not None:
+            up, _ = body.imu()
+            self.imu = BoardImu(_board(up), seed=sid)
+            self.table[opencr.GYRO_X:opencr.YAW + 2] = self.imu.registers()
+            attach(self._on_step)
+
+    def _on_step(self, body):
+        """Every physics step: the chip sees the torso's rate and specific force (board axes)."""
+        _, rate = body.imu()
+        self.imu.sense(body.time_s, _board(rate), _board(body.specific_force_g()), body.dt_s)
+        if self.imu.runs != self._runs:
+            self._runs = self.imu.runs
+            # the firmware's loop copies the IMU into the table after each run
+            self.table[opencr.GYRO_X:opencr.YAW + 2] = self.imu.registers()
+
+    _runs = 0
 
     def sense(self):
-        """The IMU registers from the body (32..47; yaw 0)."""
+        """The IMU registers sampled now (a body without a clock hook; yaw 0)."""
+        if self.imu is not None:
+            return
         if self.body is None:
             up, rate, acc = (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)
         else:
