@@ -199,3 +199,15 @@ def test_a_bridge_asked_for_a_bus_imu_on_a_robot_without_one_says_so():
     from device.servo.robot import load_robot
     with pytest.raises(ValueError, match="has no known IMU"):
         LinkBridge(load_robot("so101-feetech"), driver=None, bus_imu=True)
+
+
+def test_a_sample_that_is_not_finite_leaves_the_chip_as_it_was():
+    imu = fw.BoardImu((0.0, 0.0, 1.0))
+    t, _ = _run(imu, 0.1, rate_dps=(10.0, 0.0, 0.0), up=(0.0, 0.0, 1.0))
+    before = _regs(imu)
+    nan, inf = float("nan"), float("inf")
+    for k in range(10):
+        t += DT
+        imu.sense(t, [nan, 0.0, inf], [0.0, nan, 1.0], DT)
+    r = _regs(imu)
+    assert imu.runs > 0 and r[:3] == before[:3] and all(abs(v) < 32767 for v in r[:6])

@@ -132,11 +132,14 @@ class BoardImu:
 
     def sense(self, t_s, rate_rad_s, force_g, dt_s):
         """One physics step of dt_s ending at t_s: the chip filters the body's rate and force
-        (board axes); the firmware's loop runs if 5 ms have passed since its last run."""
+        (board axes); the firmware's loop runs if 5 ms have passed since its last run. A
+        sample that is not finite (a body whose physics blew up) leaves the chip's filters as
+        they were: the registers never hold a NaN's garbage, the loop still runs."""
+        finite = all(v == v and abs(v) != float("inf") for v in list(rate_rad_s) + list(force_g))
         # y += (1 - e^(-dt/tau)) (x - y): a first-order lag of the DLPF's delay
         kg = 1.0 - math.exp(-dt_s / GYRO_DELAY_S)
         ka = 1.0 - math.exp(-dt_s / ACC_DELAY_S)
-        for k in range(3):
+        for k in range(3 if finite else 0):
             self.gyro_f[k] += kg * (math.degrees(rate_rad_s[k]) - self.gyro_f[k])
             self.acc_f[k] += ka * (force_g[k] - self.acc_f[k])
         if self.t_last is None:
