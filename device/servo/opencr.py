@@ -138,6 +138,13 @@ class OpenCRImu:
 
     def sample(self):
         """(up, rate, acc) in the torso frame, or None (timeout, bad reply, an error bit)."""
+        s = self._sample()
+        # a failed read ends the last sample's life: the calls between reads give None, not
+        # a tilt from before the board went silent
+        self.last = s
+        return s
+
+    def _sample(self):
         self.stats["reads"] += 1
         port = self.driver.port
         if hasattr(port, "reset_input_buffer"):
@@ -165,17 +172,19 @@ class OpenCRImu:
             self.stats["bad"] += 1
             return None
         self.stats["ok"] += 1
-        self.last = s
         return s
 
     def read(self):
         """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or
         None. With every > 1 the calls between reads give the last sample (no bus time)."""
         self.calls += 1
-        if self.quiet >= QUIET_LIMIT and (self.calls - 1) % PROBE_EVERY:
-            self.stats["skipped"] = self.stats.get("skipped", 0) + 1
-            return None                   # a silent board: not every frame's timeout
-        if (self.calls - 1) % self.every:
+        k = self.calls - 1
+        if self.quiet >= QUIET_LIMIT:
+            if k % PROBE_EVERY:
+                self.stats["skipped"] = self.stats.get("skipped", 0) + 1
+                return None               # a silent board: not every frame's timeout
+            s = self.sample()             # the probe asks the bus, whatever every's phase
+        elif k % self.every:
             s = self.last
         else:
             s = self.sample()

@@ -1,0 +1,51 @@
+"""Fresh-eyes review of the OP3's bus IMU read (device/servo/opencr.py): the bus's bad bytes
+(a stray byte, a reply's late tail, a corrupted length, another id's reply), a port without
+reset_input_buffer (a MicroPython UART), a port error, and a board that goes silent with every > 1.
+Each break found is a test here."""
+
+import math
+
+from device.servo import dynamixel as dx
+from device.servo import opencr
+from device.servo.base import Driver
+from tests.test_opencr_imu import _Port
+
+
+class _Uart:
+    """A MicroPython UART: no reset_input_buffer; any() (the bytes waiting) with has_any."""
+
+    def __init__(self, replies, has_any=False):
+        self.p = _Port(replies)
+        self.write, self.read = self.p.write, self.p.read
+        if has_any:
+            self.any = lambda: len(self.p.rx)
+
+
+def _reply(pitch_rad=0.0, sid=200):
+    up = (math.sin(pitch_rad), 0.0, math.cos(pitch_rad))
+    return dx.status(sid, 0, opencr.encode(up, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)))
+
+
+def _imu(port, **kw):
+    return opencr.OpenCRImu(Driver(port), **kw)
+
+
+def test_with_every_n_a_failed_read_does_not_hand_on_the_last_good_sample():
+    # every=3, one good read then a silent board: the calls between reads gave the first
+    # frame's tilt on (calls 4, 5, 7, 8), and the probe every PROBE_EVERY-th call fell between
+    # reads (100, 200: not multiples of 3) and handed the first frame's tilt on as new, the
+    # board itself asked only at call 300
+    imu = _imu(_Port([_reply()]), every=3)
+    got = [imu.read() for _ in range(2 * opencr.PROBE_EVERY + 1)]
+    assert [k for k, s in enumerate(got) if s is not None] == [0, 1, 2]
+    # the bus was asked at calls 0 (good), 3, 6, 9 (quiet 3), then the probes at 100 and 200
+    assert imu.stats["reads"] == 1 + opencr.QUIET_LIMIT + 2
+    assert imu.stats["timeouts"] == opencr.QUIET_LIMIT + 2
+
+
+def test_a_board_that_comes_back_is_read_at_the_next_probe_whatever_every_is():
+    good = [_reply()] + [b""] * 3 + [_reply(0.1)] * 5
+    imu = _imu(_Port(good), every=3)
+    got = [imu.read() for _ in range(opencr.PROBE_EVERY + 3)]
+    assert got[opencr.PROBE_EVERY] is not None and got[opencr.PROBE_EVERY][0][0] > 0.09
+    assert imu.quiet == 0
