@@ -49,3 +49,28 @@ def test_a_board_that_comes_back_is_read_at_the_next_probe_whatever_every_is():
     got = [imu.read() for _ in range(opencr.PROBE_EVERY + 3)]
     assert got[opencr.PROBE_EVERY] is not None and got[opencr.PROBE_EVERY][0][0] > 0.09
     assert imu.quiet == 0
+
+
+class _ClosedPort(_Port):
+    def reset_input_buffer(self):
+        # pyserial's PortNotOpenError (a SerialException: an OSError); an unplugged tty's
+        # tcflush raises termios.error, which is not one
+        raise OSError("Attempting to use a port that is not open")
+
+
+def test_a_port_error_in_the_input_flush_is_none_and_counted_not_a_traceback():
+    imu = _imu(_ClosedPort([_reply()]))
+    assert imu.read() is None
+    assert imu.stats["errors"] == 1
+
+
+def test_an_unplugged_ttys_termios_error_in_the_flush_is_none_and_counted():
+    import termios
+
+    class _Gone(_Port):
+        def reset_input_buffer(self):
+            raise termios.error(5, "Input/output error")
+
+    imu = _imu(_Gone([_reply()]))
+    assert imu.read() is None
+    assert imu.stats["errors"] == 1

@@ -125,6 +125,20 @@ class OpenCRImu:
     def request(self):
         return dx.read(self.sid, GYRO_X, BLOCK)
 
+    def _flush(self):
+        """Drop what waits in the port before the request, or OSError: a port error here is
+        one like any other (pyserial's PortNotOpenError is an OSError, but an unplugged tty's
+        tcflush raises termios.error, which is not)."""
+        port = self.driver.port
+        if not hasattr(port, "reset_input_buffer"):
+            return
+        try:
+            port.reset_input_buffer()
+        except OSError:
+            raise
+        except Exception as e:
+            raise OSError("servo port: input flush failed: %s" % e)
+
     def _reply(self):
         """The status packet's bytes: its head (7 bytes) says how many follow (a stuffed
         reply is longer than REPLY_BYTES)."""
@@ -146,10 +160,8 @@ class OpenCRImu:
 
     def _sample(self):
         self.stats["reads"] += 1
-        port = self.driver.port
-        if hasattr(port, "reset_input_buffer"):
-            port.reset_input_buffer()
         try:
+            self._flush()
             self.driver.write(self.request())
             data, whole = self._reply()
         except OSError:
