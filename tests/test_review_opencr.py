@@ -74,3 +74,22 @@ def test_an_unplugged_ttys_termios_error_in_the_flush_is_none_and_counted():
     imu = _imu(_Gone([_reply()]))
     assert imu.read() is None
     assert imu.stats["errors"] == 1
+
+
+def test_a_corrupted_length_does_not_wait_the_port_timeout_for_bytes_that_never_come():
+    # one flipped bit in the length's low byte (20 -> 148): the read waited for 148 bytes, two
+    # port timeouts (0.2 s on the robot's port) inside a 33 ms frame
+    bad = bytearray(_reply())
+    bad[5] ^= 0x80
+    imu = _imu(_Port([bytes(bad)]))
+    assert imu.sample() is None and imu.stats["bad"] == 1
+    assert imu.driver.stats["timeouts"] == 0
+
+
+def test_the_most_stuffed_reply_still_fits_the_length_bound():
+    # params FF FF FD x 5 + FF: five stuffed FD, the longest reply the board can send
+    regs = b"\xff\xff\xfd" * 5 + b"\xff"
+    reply = dx.status(200, 0, regs)
+    assert len(reply) == opencr.REPLY_BYTES + 5 and reply[5] == opencr.LEN_MAX
+    imu = _imu(_Port([reply]))
+    assert imu.sample() is not None and imu.stats["ok"] == 1

@@ -52,6 +52,9 @@ ANGLE_LSB_PER_DEG = 10.0            # roll/pitch/yaw in 0.1 deg
 GYRO_DEADBAND_LSB = 3               # IMU.cpp: |gyro| <= 3 reads 0
 MOUNT = (-1, -1, 1)                 # body_link axis = MOUNT * board axis (open_cr_module.cpp)
 REPLY_BYTES = 11 + BLOCK            # header 4, id, len 2, 0x55, error, params, CRC 2
+# the reply's length field at most: 0x55, error, params, CRC 2, and a stuffed FD after each
+# FF FF FD the error and params can hold (a longer one is corrupt: not waited for)
+LEN_MAX = REPLY_BYTES - 7 + (1 + BLOCK) // 3
 # the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
 # the board's own default is 0, its firmware answers from its main loop (at least as late)
 RETURN_DELAY_S = 0.0005
@@ -147,7 +150,7 @@ class OpenCRImu:
         if len(head) < 7 or head[:4] != dx.HEADER:
             return head, False
         n = head[5] | (head[6] << 8)
-        rest = drv.read_exact(n) if 4 <= n <= 1000 else b""
+        rest = drv.read_exact(n) if 4 <= n <= LEN_MAX else b""
         return head + rest, len(rest) == n
 
     def sample(self):
