@@ -93,3 +93,31 @@ def test_the_most_stuffed_reply_still_fits_the_length_bound():
     assert len(reply) == opencr.REPLY_BYTES + 5 and reply[5] == opencr.LEN_MAX
     imu = _imu(_Port([reply]))
     assert imu.sample() is not None and imu.stats["ok"] == 1
+
+
+def test_a_stray_byte_before_the_reply_is_skipped_as_the_vendor_sdk_skips_it():
+    # a byte on the line as the bus turns round (U2D2's direction switch): the SDK's rxPacket
+    # hunts for the header; the read took the stray byte as the header's first and failed
+    for junk in (b"\x00", b"\xff", b"\xff\xff", b"\xff\xff\xfd", b"\x55" * 9):
+        imu = _imu(_Port([junk + _reply(0.2)]))
+        s = imu.sample()
+        assert s is not None and abs(s[0][0] - math.sin(0.2)) < 2e-3, junk
+        assert imu.stats["ok"] == 1
+
+
+def test_a_line_of_noise_is_bad_after_a_bounded_hunt_not_read_forever():
+    imu = _imu(_Port([b"\x13" * 5000]))
+    assert imu.sample() is None and imu.stats["bad"] == 1
+    assert len(imu.driver.port.rx) > 4000      # it gave up after a reply's worth or so
+
+
+def test_a_port_without_reset_recovers_from_a_late_tail():
+    # a MicroPython UART has no reset_input_buffer: a reply cut short, its tail arriving with
+    # the next reply, misaligned every read after it (7 bytes read of each 27, the backlog
+    # growing 20 bytes a frame, never one good read again)
+    r = _reply()
+    port = _Uart([r[:-3], r[-3:] + r] + [r] * 10)
+    imu = _imu(port)
+    got = [imu.sample() is not None for _ in range(8)]
+    assert got == [False] + [True] * 7
+    assert port.p.rx == b""

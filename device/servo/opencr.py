@@ -55,6 +55,7 @@ REPLY_BYTES = 11 + BLOCK            # header 4, id, len 2, 0x55, error, params, 
 # the reply's length field at most: 0x55, error, params, CRC 2, and a stuffed FD after each
 # FF FF FD the error and params can hold (a longer one is corrupt: not waited for)
 LEN_MAX = REPLY_BYTES - 7 + (1 + BLOCK) // 3
+HUNT_MAX = REPLY_BYTES + 5          # bytes before a reply's header dropped at most (a reply's worth)
 # the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
 # the board's own default is 0, its firmware answers from its main loop (at least as late)
 RETURN_DELAY_S = 0.0005
@@ -62,6 +63,18 @@ RETURN_DELAY_S = 0.0005
 # QUIET_LIMIT timeouts in a row it is asked only every PROBE_EVERY-th call (None in between)
 QUIET_LIMIT = 3
 PROBE_EVERY = 100
+
+
+def _header_at(buf):
+    """Where a header can begin in buf: where it is, else where a tail of buf that may begin
+    one starts (FF, FF FF, FF FF FD), else len(buf)."""
+    i = buf.find(dx.HEADER)
+    if i >= 0:
+        return i
+    for k in (3, 2, 1):
+        if buf[len(buf) - k:] == dx.HEADER[:k]:
+            return len(buf) - k
+    return len(buf)
 
 
 def request():
@@ -143,11 +156,20 @@ class OpenCRImu:
             raise OSError("servo port: input flush failed: %s" % e)
 
     def _reply(self):
-        """The status packet's bytes: its head (7 bytes) says how many follow (a stuffed
-        reply is longer than REPLY_BYTES)."""
+        """The status packet's bytes, and whether they all came: the header hunted for as the
+        vendor SDK's rxPacket hunts (the bytes before it dropped, HUNT_MAX at most: a stray
+        byte as the bus turns round, a late reply's tail), then its head (7 bytes) says how
+        many follow (a stuffed reply is longer than REPLY_BYTES)."""
         drv = self.driver
         head = drv.read_exact(7)
-        if len(head) < 7 or head[:4] != dx.HEADER:
+        dropped = 0
+        while len(head) == 7 and head[:4] != dx.HEADER:
+            i = _header_at(head)
+            dropped += i
+            if dropped > HUNT_MAX:
+                return head, False
+            head = head[i:] + drv.read_exact(i)
+        if len(head) < 7:
             return head, False
         n = head[5] | (head[6] << 8)
         rest = drv.read_exact(n) if 4 <= n <= LEN_MAX else b""
