@@ -121,3 +121,14 @@ def test_a_port_without_reset_recovers_from_a_late_tail():
     got = [imu.sample() is not None for _ in range(8)]
     assert got == [False] + [True] * 7
     assert port.p.rx == b""
+
+
+def test_a_uart_without_reset_drops_a_late_reply_before_asking_again():
+    # the board answered after the port's timeout: its reply waits in the UART; read next,
+    # it is the last frame's tilt (and every read after is a frame late); any() drains it
+    port = _Uart([b"", _reply(0.3), _reply(0.1)], has_any=True)
+    imu = _imu(port)
+    assert imu.sample() is None                  # the timeout (the reply is not there yet)
+    port.p.rx += port.p.replies.pop(0)               # ...then comes, late
+    s = imu.sample()
+    assert s is not None and abs(s[0][0] - math.sin(0.1)) < 2e-3

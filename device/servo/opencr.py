@@ -142,14 +142,20 @@ class OpenCRImu:
         return dx.read(self.sid, GYRO_X, BLOCK)
 
     def _flush(self):
-        """Drop what waits in the port before the request, or OSError: a port error here is
-        one like any other (pyserial's PortNotOpenError is an OSError, but an unplugged tty's
-        tcflush raises termios.error, which is not)."""
+        """Drop what waits in the port before the request (a reply come after its timeout
+        would be read as this frame's), or OSError: a port error here is one like any other
+        (pyserial's PortNotOpenError is an OSError, but an unplugged tty's tcflush raises
+        termios.error, which is not)."""
         port = self.driver.port
-        if not hasattr(port, "reset_input_buffer"):
-            return
         try:
-            port.reset_input_buffer()
+            if hasattr(port, "reset_input_buffer"):
+                port.reset_input_buffer()
+            elif hasattr(port, "any"):
+                # a MicroPython UART has no reset_input_buffer: the bytes any() says wait, read
+                for _ in range(4):
+                    n = port.any()
+                    if not n or not port.read(n):
+                        break
         except OSError:
             raise
         except Exception as e:
