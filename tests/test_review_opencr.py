@@ -132,3 +132,15 @@ def test_a_uart_without_reset_drops_a_late_reply_before_asking_again():
     port.p.rx += port.p.replies.pop(0)               # ...then comes, late
     s = imu.sample()
     assert s is not None and abs(s[0][0] - math.sin(0.1)) < 2e-3
+
+
+def test_another_ids_reply_before_ours_is_passed_over_as_the_vendor_sdk_does():
+    # a servo's late status on the shared bus ahead of the board's: the SDK's txRxPacket reads
+    # on until the id it asked answers; the read took the servo's and failed
+    other = dx.status(7, 0, b"\x01\x02\x03\x04")
+    imu = _imu(_Port([other + _reply(0.2)]))
+    s = imu.sample()
+    assert s is not None and abs(s[0][0] - math.sin(0.2)) < 2e-3
+    # only another id's: bad, not a timeout
+    imu = _imu(_Port([other]))
+    assert imu.sample() is None and imu.stats["bad"] == 1 and imu.stats["timeouts"] == 0

@@ -55,6 +55,7 @@ REPLY_BYTES = 11 + BLOCK            # header 4, id, len 2, 0x55, error, params, 
 # the reply's length field at most: 0x55, error, params, CRC 2, and a stuffed FD after each
 # FF FF FD the error and params can hold (a longer one is corrupt: not waited for)
 LEN_MAX = REPLY_BYTES - 7 + (1 + BLOCK) // 3
+OTHERS_MAX = 2                      # other ids' status packets passed over before the board's
 HUNT_MAX = REPLY_BYTES + 5          # bytes before a reply's header dropped at most (a reply's worth)
 # the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
 # the board's own default is 0, its firmware answers from its main loop (at least as late)
@@ -181,6 +182,19 @@ class OpenCRImu:
         rest = drv.read_exact(n) if 4 <= n <= LEN_MAX else b""
         return head + rest, len(rest) == n
 
+    def _status(self):
+        """(the bytes read, the status parsed or None): another id's status ahead of the
+        board's (a servo's late reply on the shared bus) passed over, OTHERS_MAX of them, as
+        the vendor SDK's txRxPacket reads on until the id it asked answers."""
+        seen = b""
+        for _ in range(1 + OTHERS_MAX):
+            data, whole = self._reply()
+            seen += data
+            r = dx.parse_status(data) if whole else None
+            if r is None or r[0] == self.sid:
+                break
+        return seen, r
+
     def sample(self):
         """(up, rate, acc) in the torso frame, or None (timeout, bad reply, an error bit)."""
         s = self._sample()
@@ -194,7 +208,7 @@ class OpenCRImu:
         try:
             self._flush()
             self.driver.write(self.request())
-            data, whole = self._reply()
+            data, r = self._status()
         except OSError:
             self.stats["errors"] += 1
             return None
@@ -203,7 +217,6 @@ class OpenCRImu:
             self.quiet += 1
             return None
         self.quiet = 0
-        r = dx.parse_status(data) if whole else None
         if r is None or r[0] != self.sid:
             self.stats["bad"] += 1
             return None
