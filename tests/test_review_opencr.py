@@ -5,6 +5,8 @@ Each break found is a test here."""
 
 import math
 
+from hypothesis import given, settings, strategies as st
+
 from device.servo import dynamixel as dx
 from device.servo import opencr
 from device.servo.base import Driver
@@ -144,3 +146,25 @@ def test_another_ids_reply_before_ours_is_passed_over_as_the_vendor_sdk_does():
     # only another id's: bad, not a timeout
     imu = _imu(_Port([other]))
     assert imu.sample() is None and imu.stats["bad"] == 1 and imu.stats["timeouts"] == 0
+
+
+class _Chunky(_Port):
+    """A port whose reads return at most `chunks` bytes each (a reply split across reads)."""
+
+    def __init__(self, replies, chunks):
+        _Port.__init__(self, replies)
+        self.chunks = list(chunks)
+
+    def read(self, n=1):
+        k = self.chunks.pop(0) if self.chunks else n
+        return _Port.read(self, max(1, min(n, k)))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.binary(max_size=opencr.HUNT_MAX - 3).filter(lambda j: dx.HEADER not in j),
+       st.lists(st.integers(1, 9), max_size=20), st.floats(-1.0, 1.0))
+def test_any_junk_before_a_reply_split_anyhow_reads_the_reply(junk, chunks, pitch):
+    imu = _imu(_Chunky([junk + _reply(pitch)], chunks))
+    s = imu.sample()
+    assert s is not None and abs(s[0][0] - math.sin(pitch)) < 2e-3
+    assert imu.driver.port.rx == b""
