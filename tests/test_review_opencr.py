@@ -168,3 +168,18 @@ def test_any_junk_before_a_reply_split_anyhow_reads_the_reply(junk, chunks, pitc
     s = imu.sample()
     assert s is not None and abs(s[0][0] - math.sin(pitch)) < 2e-3
     assert imu.driver.port.rx == b""
+
+
+def test_a_board_that_answers_only_a_fragment_backs_off_like_a_silent_one():
+    # a board at another baud (its 27 bytes at 1 Mbaud are 2 garbled bytes at 57600) or a
+    # dying line: each read waited the port's timeout (0.1 s) for the rest, every frame, and
+    # was never backed off (only a read with no byte at all counted as quiet)
+    port = _Port([b"\x7f\x13"] * 1000)
+    imu = _imu(port)
+    got = [imu.read() for _ in range(opencr.PROBE_EVERY)]
+    assert got == [None] * opencr.PROBE_EVERY
+    assert imu.stats["reads"] == opencr.QUIET_LIMIT and imu.stats["bad"] == opencr.QUIET_LIMIT
+    assert imu.driver.stats["timeouts"] == opencr.QUIET_LIMIT       # one port timeout per read asked
+    # a whole reply (even a bad one: no timeout waited) ends the quiet
+    port.replies = [_reply()] * 5
+    assert imu.read() is not None and imu.quiet == 0                 # call 101: the probe

@@ -60,8 +60,9 @@ HUNT_MAX = REPLY_BYTES + 5          # bytes before a reply's header dropped at m
 # the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
 # the board's own default is 0, its firmware answers from its main loop (at least as late)
 RETURN_DELAY_S = 0.0005
-# a board that does not answer (absent, unpowered) costs the port's timeout on every read: after
-# QUIET_LIMIT timeouts in a row it is asked only every PROBE_EVERY-th call (None in between)
+# a board that does not answer (absent, unpowered, at another baud) costs the port's timeout on
+# every read: after QUIET_LIMIT reads in a row that waited it out (nothing came, or not all of a
+# reply) it is asked only every PROBE_EVERY-th call (None in between)
 QUIET_LIMIT = 3
 PROBE_EVERY = 100
 
@@ -126,8 +127,8 @@ def decode(params):
 
 class OpenCRImu:
     """The board read through the robot's Dynamixel driver, once per call (one frame; every
-    Nth with every=N, the last sample between); a board silent QUIET_LIMIT times in a row is
-    asked every PROBE_EVERY-th call only. stats: reads, ok, timeouts, bad (CRC, length, id),
+    Nth with every=N, the last sample between); a board whose reads timed out QUIET_LIMIT
+    times in a row is asked every PROBE_EVERY-th call only. stats: reads, ok, timeouts, bad (CRC, length, id),
     errors (an error bit, a port error), skipped (calls a silent board was not asked)."""
 
     def __init__(self, driver, sid=OPENCR_ID, every=1):
@@ -135,7 +136,7 @@ class OpenCRImu:
         self.sid = sid
         self.every = max(1, int(every))   # read every Nth call (a line without room for each)
         self.calls = 0
-        self.quiet = 0                    # timeouts in a row
+        self.quiet = 0                    # reads in a row that timed out
         self.stats = {"reads": 0, "ok": 0, "timeouts": 0, "bad": 0, "errors": 0}
         self.last = None                  # the last good (up, rate, acc)
 
@@ -205,6 +206,7 @@ class OpenCRImu:
 
     def _sample(self):
         self.stats["reads"] += 1
+        waited = self.driver.stats["timeouts"]
         try:
             self._flush()
             self.driver.write(self.request())
@@ -212,11 +214,13 @@ class OpenCRImu:
         except OSError:
             self.stats["errors"] += 1
             return None
+        # a read that waited out the port's timeout, for nothing or for the rest of a fragment
+        # (a board at another baud, a dying line), is quiet: backed off like a silent board
+        waited = self.driver.stats["timeouts"] > waited
+        self.quiet = self.quiet + 1 if waited else 0
         if not data:
             self.stats["timeouts"] += 1
-            self.quiet += 1
             return None
-        self.quiet = 0
         if r is None or r[0] != self.sid:
             self.stats["bad"] += 1
             return None
