@@ -10,10 +10,15 @@ each row along time (mod 2^16, signed), zigzagged, high bytes of every row then 
 
 import numpy as np
 
+from protocol.errors import FormatError
+
 
 def to_planes(codes):
     """(2 rows, frames) uint8: high then low byte planes of the zigzagged second differences."""
-    c = np.asarray(codes).astype(np.int64)
+    c = np.asarray(codes)
+    if c.ndim != 2 or not np.issubdtype(c.dtype, np.integer) or (c.size and (c.min() < 0 or c.max() > 0xFFFF)):
+        raise ValueError("row transform d2p: the codes are not (rows, frames) 16-bit codes (0..65535)")
+    c = c.astype(np.int64)
     pad = np.zeros((c.shape[0], 2), np.int64)
     x = np.concatenate([pad, c], axis=1)
     # d_t = c_t - 2 c_(t-1) + c_(t-2)  (mod 2^16, as a signed number)
@@ -25,8 +30,14 @@ def to_planes(codes):
 
 
 def from_planes(planes):
-    """(rows, frames) uint16 codes of to_planes' output."""
-    p = np.asarray(planes).astype(np.int64)
+    """(rows, frames) uint16 codes of to_planes' output, or FormatError (planes it cannot make)."""
+    p = np.asarray(planes)
+    if p.ndim != 2 or p.shape[0] % 2:
+        raise FormatError("row transform d2p: planes of shape %s, not 2-D with an even count of rows"
+                          % (p.shape,))
+    if p.size and (p.min() < 0 or p.max() > 255):
+        raise FormatError("row transform d2p: a plane sample is not a byte (0..255)")
+    p = p.astype(np.int64)
     n = p.shape[0] // 2
     z = (p[:n] << 8) | p[n:]
     # d = z / 2 (z even), -(z + 1) / 2 (z odd)

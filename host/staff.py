@@ -300,7 +300,9 @@ class Staff:
             meta["max_error_mm"] = float(max_error_mm)
             if how == "measured":
                 meta["max_error_bound"] = how
-            return Staff(self.values.copy(), rows, self.fps, b, self.skeleton, meta)
+            from host.budget_check import stamp
+
+            return stamp(Staff(self.values.copy(), rows, self.fps, b, self.skeleton, meta))
         if ranges == "fit":
             lo, hi = fit_ranges(self.values, self.bits, min_span)
         elif ranges == "skeleton":

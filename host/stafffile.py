@@ -22,6 +22,7 @@ import zlib
 
 import numpy as np
 
+from host.budget_check import checked, stamp
 from host.pngrows import filter_rows, unfilter_rows
 from host.rowtransform import from_planes, to_planes
 from host.staff import Staff
@@ -88,6 +89,8 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
         raise ValueError("a staff file needs at least one frame")
     if staff.frames * staff.nrows > MAX_PIXELS:
         raise ValueError("staff of %d x %d values is larger than %d pixels" % (staff.nrows, staff.frames, MAX_PIXELS))
+    # an error bound is written only for values it holds for (an edit keeps the old one's meta)
+    staff = checked(staff)
     tr = transform_for(staff, colour, transform)
     codes, missing = staff.codes()
     depth = staff.bits
@@ -284,7 +287,8 @@ def decode_png(data, where="staff.png", skeleton_object=True):
         meta["max_error_mm"] = h["max_error_mm"]
     if h.get("max_error_bound") is not None:
         meta["max_error_bound"] = h["max_error_bound"]
-    return Staff.from_codes(codes, missing, h["rows"], h["fps"], h["bits"], sk, meta)
+    # the values read are the file's own: its bound holds for them as they are
+    return stamp(Staff.from_codes(codes, missing, h["rows"], h["fps"], h["bits"], sk, meta))
 
 
 def _header(text, where):

@@ -44,13 +44,16 @@ def _unzig(z):
 
 
 def forward(name, rows):
-    """The byte-plane rows (2 x len(rows) lists of ints 0..255) of 16-bit code rows."""
+    """The byte-plane rows (2 x len(rows) lists of ints 0..255) of 16-bit code rows (ints
+    0..65535, else ValueError)."""
     check(name)
     hi, lo = [], []
     for c in rows:
         zs = []
         p1 = p2 = 0
         for x in c:
+            if not (isinstance(x, int) and 0 <= x <= MASK):
+                raise ValueError("row transform %s: code %r is not a 16-bit code (0..65535)" % (name, x))
             # d_t = c_t - 2 c_(t-1) + c_(t-2), with c_(-1) = c_(-2) = 0
             zs.append(_zig(x - 2 * p1 + p2))
             p2, p1 = p1, x
@@ -60,14 +63,23 @@ def forward(name, rows):
 
 
 def inverse(name, planes):
-    """The 16-bit code rows of byte-plane rows (forward's output)."""
+    """The 16-bit code rows of byte-plane rows (forward's output), or FormatError: planes
+    forward cannot make (an odd count, a pair of unequal length, a sample above a byte)."""
     check(name)
+    if len(planes) % 2:
+        raise FormatError("row transform %s: %d plane rows, not an even count (high bytes, then low)"
+                          % (name, len(planes)))
     n = len(planes) // 2
     out = []
     for r in range(n):
+        if len(planes[r]) != len(planes[n + r]):
+            raise FormatError("row transform %s: plane rows %d and %d differ in length (%d, %d)"
+                              % (name, r, n + r, len(planes[r]), len(planes[n + r])))
         c = []
         p1 = p2 = 0
         for h, l in zip(planes[r], planes[n + r]):
+            if not (0 <= h <= 255 and 0 <= l <= 255):
+                raise FormatError("row transform %s: plane sample %r / %r is not a byte" % (name, h, l))
             # c_t = d_t + 2 c_(t-1) - c_(t-2)  (mod 2^16)
             x = (_unzig((h << 8) | l) + 2 * p1 - p2) & MASK
             c.append(x)

@@ -52,13 +52,31 @@ ANGLE_LSB_PER_DEG = 10.0            # roll/pitch/yaw in 0.1 deg
 GYRO_DEADBAND_LSB = 3               # IMU.cpp: |gyro| <= 3 reads 0
 MOUNT = (-1, -1, 1)                 # body_link axis = MOUNT * board axis (open_cr_module.cpp)
 REPLY_BYTES = 11 + BLOCK            # header 4, id, len 2, 0x55, error, params, CRC 2
+# the reply's length field at most: 0x55, error, params, CRC 2, and a stuffed FD after each
+# FF FF FD the error and params can hold (a longer one is corrupt: not waited for)
+LEN_MAX = REPLY_BYTES - 7 + (1 + BLOCK) // 3
+OTHERS_MAX = 2                      # other ids' status packets passed over before the board's
+HUNT_MAX = REPLY_BYTES + 5          # bytes before a reply's header dropped at most (a reply's worth)
 # the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
 # the board's own default is 0, its firmware answers from its main loop (at least as late)
 RETURN_DELAY_S = 0.0005
-# a board that does not answer (absent, unpowered) costs the port's timeout on every read: after
-# QUIET_LIMIT timeouts in a row it is asked only every PROBE_EVERY-th call (None in between)
+# a board that does not answer (absent, unpowered, at another baud) costs the port's timeout on
+# every read: after QUIET_LIMIT reads in a row that waited it out (nothing came, or not all of a
+# reply) it is asked only every PROBE_EVERY-th call (None in between)
 QUIET_LIMIT = 3
 PROBE_EVERY = 100
+
+
+def _header_at(buf):
+    """Where a header can begin in buf: where it is, else where a tail of buf that may begin
+    one starts (FF, FF FF, FF FF FD), else len(buf)."""
+    i = buf.find(dx.HEADER)
+    if i >= 0:
+        return i
+    for k in (3, 2, 1):
+        if buf[len(buf) - k:] == dx.HEADER[:k]:
+            return len(buf) - k
+    return len(buf)
 
 
 def request():
@@ -109,8 +127,8 @@ def decode(params):
 
 class OpenCRImu:
     """The board read through the robot's Dynamixel driver, once per call (one frame; every
-    Nth with every=N, the last sample between); a board silent QUIET_LIMIT times in a row is
-    asked every PROBE_EVERY-th call only. stats: reads, ok, timeouts, bad (CRC, length, id),
+    Nth with every=N, the last sample between); a board whose reads timed out QUIET_LIMIT
+    times in a row is asked every PROBE_EVERY-th call only. stats: reads, ok, timeouts, bad (CRC, length, id),
     errors (an error bit, a port error), skipped (calls a silent board was not asked)."""
 
     def __init__(self, driver, sid=OPENCR_ID, every=1):
@@ -118,42 +136,91 @@ class OpenCRImu:
         self.sid = sid
         self.every = max(1, int(every))   # read every Nth call (a line without room for each)
         self.calls = 0
-        self.quiet = 0                    # timeouts in a row
+        self.quiet = 0                    # reads in a row that timed out
         self.stats = {"reads": 0, "ok": 0, "timeouts": 0, "bad": 0, "errors": 0}
         self.last = None                  # the last good (up, rate, acc)
 
     def request(self):
         return dx.read(self.sid, GYRO_X, BLOCK)
 
+    def _flush(self):
+        """Drop what waits in the port before the request (a reply come after its timeout
+        would be read as this frame's), or OSError: a port error here is one like any other
+        (pyserial's PortNotOpenError is an OSError, but an unplugged tty's tcflush raises
+        termios.error, which is not)."""
+        port = self.driver.port
+        try:
+            if hasattr(port, "reset_input_buffer"):
+                port.reset_input_buffer()
+            elif hasattr(port, "any"):
+                # a MicroPython UART has no reset_input_buffer: the bytes any() says wait, read
+                for _ in range(4):
+                    n = port.any()
+                    if not n or not port.read(n):
+                        break
+        except OSError:
+            raise
+        except Exception as e:
+            raise OSError("servo port: input flush failed: %s" % e)
+
     def _reply(self):
-        """The status packet's bytes: its head (7 bytes) says how many follow (a stuffed
-        reply is longer than REPLY_BYTES)."""
+        """The status packet's bytes, and whether they all came: the header hunted for as the
+        vendor SDK's rxPacket hunts (the bytes before it dropped, HUNT_MAX at most: a stray
+        byte as the bus turns round, a late reply's tail), then its head (7 bytes) says how
+        many follow (a stuffed reply is longer than REPLY_BYTES)."""
         drv = self.driver
         head = drv.read_exact(7)
-        if len(head) < 7 or head[:4] != dx.HEADER:
+        dropped = 0
+        while len(head) == 7 and head[:4] != dx.HEADER:
+            i = _header_at(head)
+            dropped += i
+            if dropped > HUNT_MAX:
+                return head, False
+            head = head[i:] + drv.read_exact(i)
+        if len(head) < 7:
             return head, False
         n = head[5] | (head[6] << 8)
-        rest = drv.read_exact(n) if 4 <= n <= 1000 else b""
+        rest = drv.read_exact(n) if 4 <= n <= LEN_MAX else b""
         return head + rest, len(rest) == n
+
+    def _status(self):
+        """(the bytes read, the status parsed or None): another id's status ahead of the
+        board's (a servo's late reply on the shared bus) passed over, OTHERS_MAX of them, as
+        the vendor SDK's txRxPacket reads on until the id it asked answers."""
+        seen = b""
+        for _ in range(1 + OTHERS_MAX):
+            data, whole = self._reply()
+            seen += data
+            r = dx.parse_status(data) if whole else None
+            if r is None or r[0] == self.sid:
+                break
+        return seen, r
 
     def sample(self):
         """(up, rate, acc) in the torso frame, or None (timeout, bad reply, an error bit)."""
+        s = self._sample()
+        # a failed read ends the last sample's life: the calls between reads give None, not
+        # a tilt from before the board went silent
+        self.last = s
+        return s
+
+    def _sample(self):
         self.stats["reads"] += 1
-        port = self.driver.port
-        if hasattr(port, "reset_input_buffer"):
-            port.reset_input_buffer()
+        waited = self.driver.stats["timeouts"]
         try:
+            self._flush()
             self.driver.write(self.request())
-            data, whole = self._reply()
+            data, r = self._status()
         except OSError:
             self.stats["errors"] += 1
             return None
+        # a read that waited out the port's timeout, for nothing or for the rest of a fragment
+        # (a board at another baud, a dying line), is quiet: backed off like a silent board
+        waited = self.driver.stats["timeouts"] > waited
+        self.quiet = self.quiet + 1 if waited else 0
         if not data:
             self.stats["timeouts"] += 1
-            self.quiet += 1
             return None
-        self.quiet = 0
-        r = dx.parse_status(data) if whole else None
         if r is None or r[0] != self.sid:
             self.stats["bad"] += 1
             return None
@@ -165,17 +232,19 @@ class OpenCRImu:
             self.stats["bad"] += 1
             return None
         self.stats["ok"] += 1
-        self.last = s
         return s
 
     def read(self):
         """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or
         None. With every > 1 the calls between reads give the last sample (no bus time)."""
         self.calls += 1
-        if self.quiet >= QUIET_LIMIT and (self.calls - 1) % PROBE_EVERY:
-            self.stats["skipped"] = self.stats.get("skipped", 0) + 1
-            return None                   # a silent board: not every frame's timeout
-        if (self.calls - 1) % self.every:
+        k = self.calls - 1
+        if self.quiet >= QUIET_LIMIT:
+            if k % PROBE_EVERY:
+                self.stats["skipped"] = self.stats.get("skipped", 0) + 1
+                return None               # a silent board: not every frame's timeout
+            s = self.sample()             # the probe asks the bus, whatever every's phase
+        elif k % self.every:
             s = self.last
         else:
             s = self.sample()

@@ -239,6 +239,12 @@ class LiveRetargeter:
             col[bad] = self._col.values[bad, 0]          # a lost value keeps the last one
         self._col.values[:, 0] = col
         hp, wp = self._person_frames(self._col, self._needed)
+        if self._t_prev is not None and t_s < self._t_prev:
+            # a clock that stepped back (a sender restarted, its 24-bit time unwrapped back):
+            # the lifts under way keep their age, else none lasts LIFT_COMMIT_S (the weight
+            # stays, or goes back, between the feet) until the clock is where it was
+            back = self._t_prev - t_s
+            self._lifted = {s: a - back for s, a in self._lifted.items()}
         dt = 1.0 / self.fps if self._t_prev is None else max(0.0, t_s - self._t_prev)
         self._t_prev = t_s
         dirs = pose._mount(body, segment_directions(hp, list(self.D)))
