@@ -1,8 +1,11 @@
 """Row transforms of a staff file's codes: what the PNG's pixels hold when they are not the codes.
 
     from protocol import rowtransform
-    planes = rowtransform.forward("d2p", codes16)       # list of rows of 16-bit codes -> 2 x rows of bytes
-    codes16 == rowtransform.inverse("d2p", planes)      # exact
+    planes = rowtransform.forward("d2p", codes16)            # rows of 16-bit codes -> 2 x rows rows of bytes
+    codes16 == rowtransform.inverse("d2p", planes)           # exact
+    orders = rowtransform.parse_orders("2 1 - 3".replace(" ", ""), 4)   # "dxp": one order per row
+    planes = rowtransform.forward("dxp", codes16, orders)    # 2 x (rows not "-") rows of bytes
+    codes16 == rowtransform.inverse("dxp", planes, orders, frames)
 
 PNG's filters predict a sample from its left neighbour only (first order), and for 16-bit
 samples they work byte by byte, so deflate sees the high and low bytes of every difference in
@@ -14,14 +17,20 @@ difference of the codes along time, zigzagged, split into byte planes: the image
     z = 2 d (d >= 0), -2 d - 1 (d < 0)                                   (zigzag: small |d|, small z)
     plane row r = z >> 8 ;  plane row rows + r = z & 255
 
-and the inverse sums twice (mod 2^16). Old files (no "t") hold the codes themselves. Pure
-Python ints and lists (runs on MicroPython); host/stafffile.py has the numpy twin.
+and the inverse sums twice (mod 2^16). "dxp" is the same with an order per row (the header's
+"to", one character a row): "0".."3" the n-th difference (c_(-1) = c_(-2) = ... = 0; order 0
+is the codes themselves, 2 is d2p's), "-" a row left out of the image (every code 0: a row
+that never moves); the planes hold the stored rows in order, high bytes then low. Old files
+(no "t") hold the codes themselves. Pure Python ints and lists (runs on MicroPython);
+host/rowtransform.py has the numpy twin.
 """
 
 from protocol.errors import FormatError
 
-NAMES = ("d2p",)
+NAMES = ("d2p", "dxp")
 MASK = 0xFFFF
+ORDERS = "0123"               # "dxp" orders a row can have
+SKIP = "-"                    # "dxp": the row is not in the image, every code 0
 
 
 def check(name, where="header"):
@@ -29,6 +38,36 @@ def check(name, where="header"):
     if name is None or name in NAMES:
         return name
     raise FormatError("%s: unknown row transform %r (this reader knows %s)" % (where, name, ", ".join(NAMES)))
+
+
+def parse_orders(text, nrows, where="header"):
+    """The orders of "dxp"'s "to" text (one per row: 0..3, or -1 for "-"), or FormatError."""
+    if not isinstance(text, str) or len(text) != nrows:
+        raise FormatError("%s: 'to' must name one order per row (%d), not %r" % (where, nrows, text))
+    out = []
+    for ch in text:
+        if ch == SKIP:
+            out.append(-1)
+        elif ch in ORDERS:
+            out.append(ORDERS.index(ch))
+        else:
+            raise FormatError("%s: 'to' holds %r (this reader knows orders %s and %r)" % (where, ch, ORDERS, SKIP))
+    if out.count(-1) == nrows:
+        raise FormatError("%s: 'to' leaves every row out of the image" % where)
+    return out
+
+
+def orders_text(orders):
+    """The "to" text of orders (forward's list)."""
+    return "".join(SKIP if o < 0 else ORDERS[o] for o in orders)
+
+
+def _orders(name, n, orders):
+    if name == "d2p":
+        return [2] * n
+    if orders is None or len(orders) != n:
+        raise ValueError("row transform dxp needs one order per row")
+    return list(orders)
 
 
 def _zig(d):
@@ -43,34 +82,52 @@ def _unzig(z):
     return (z >> 1) if not z & 1 else -((z + 1) >> 1)
 
 
-def forward(name, rows):
-    """The byte-plane rows (2 x len(rows) lists of ints 0..255) of 16-bit code rows."""
+def _diff(c, n):
+    # the n-th difference along time, each with the sample before the first = 0
+    for _ in range(n):
+        c = c[:1] + [c[i] - c[i - 1] for i in range(1, len(c))]
+    return c
+
+
+def _sum(d, n):
+    # the inverse: n running sums, mod 2^16
+    for _ in range(n):
+        s, out = 0, []
+        for x in d:
+            s = (s + x) & MASK
+            out.append(s)
+        d = out
+    return d
+
+
+def forward(name, rows, orders=None):
+    """The byte-plane rows (lists of ints 0..255) of 16-bit code rows: high then low planes of
+    the rows in the image (all for d2p; for dxp those whose order is not -1)."""
     check(name)
     hi, lo = [], []
-    for c in rows:
-        zs = []
-        p1 = p2 = 0
-        for x in c:
-            # d_t = c_t - 2 c_(t-1) + c_(t-2), with c_(-1) = c_(-2) = 0
-            zs.append(_zig(x - 2 * p1 + p2))
-            p2, p1 = p1, x
+    for c, n in zip(rows, _orders(name, len(rows), orders)):
+        if n < 0:
+            continue
+        zs = [_zig(d) for d in _diff(list(c), n)]
         hi.append([z >> 8 for z in zs])
         lo.append([z & 0xFF for z in zs])
     return hi + lo
 
 
-def inverse(name, planes):
-    """The 16-bit code rows of byte-plane rows (forward's output)."""
+def inverse(name, planes, orders=None, frames=None):
+    """The 16-bit code rows of byte-plane rows (forward's output); frames is needed only when
+    dxp leaves rows out."""
     check(name)
-    n = len(planes) // 2
-    out = []
-    for r in range(n):
-        c = []
-        p1 = p2 = 0
-        for h, l in zip(planes[r], planes[n + r]):
-            # c_t = d_t + 2 c_(t-1) - c_(t-2)  (mod 2^16)
-            x = (_unzig((h << 8) | l) + 2 * p1 - p2) & MASK
-            c.append(x)
-            p2, p1 = p1, x
-        out.append(c)
+    m = len(planes) // 2
+    orders = [2] * m if name == "d2p" else list(orders)
+    if frames is None:
+        frames = len(planes[0]) if planes else 0
+    out, r = [], 0
+    for n in orders:
+        if n < 0:
+            out.append([0] * frames)
+            continue
+        d = [_unzig((h << 8) | l) for h, l in zip(planes[r], planes[m + r])]
+        out.append([x & MASK for x in _sum(d, n)])
+        r += 1
     return out
