@@ -23,7 +23,7 @@ import zlib
 import numpy as np
 
 from host.pngrows import filter_rows, unfilter_rows
-from host.rowtransform import choose_orders, from_planes, to_planes
+from host.rowtransform import choose, from_planes, to_planes
 from host.staff import Staff
 from protocol import rowtransform, staffheader
 from protocol.errors import FormatError
@@ -40,11 +40,13 @@ def _chunk(kind, data):
 
 
 ZOPFLI_MAX_BYTES = 256 << 10      # zopfli (effort 2+) only below this: ~25 us a byte, 5-11% smaller
+ZOPFLI15_MAX_BYTES = 64 << 10     # 15 zopfli iterations (not 5) below this at effort 2: 0.3% smaller, +20% time
 ZLIB9_MAX_BYTES = 1 << 20         # zlib level 9 below this, 6 above (9 costs 5x for 1% there)
 
 
 def _deflate(data, effort):
-    """zlib stream of data: zopfli for small data at effort 2+, else zlib with the filtered strategy.
+    """zlib stream of data: zopfli for small data at effort 2+ (15 iterations up to 64 KiB or at
+    effort 3, else 5), else zlib with the filtered strategy.
 
     Z_FILTERED (fewer string matches, more Huffman) suits PNG-filtered rows: on an hour of 48
     rows it is as small as level 9's default strategy at a fifth of the time.
@@ -53,7 +55,7 @@ def _deflate(data, effort):
         try:
             import zopfli.zlib
 
-            return zopfli.zlib.compress(data, numiterations=15 if effort >= 3 else 5)
+            return zopfli.zlib.compress(data, numiterations=15 if effort >= 3 or len(data) <= ZOPFLI15_MAX_BYTES else 5)
         except ImportError:
             pass
     level = 6 if effort < 1 else (9 if len(data) <= ZLIB9_MAX_BYTES else 6)
@@ -84,8 +86,8 @@ def transform_for(staff, colour=False, transform="auto"):
 def encode_png(staff, colour=False, effort=2, transform="auto"):
     """The PNG bytes of a staff (effort 0 fast .. 3 smallest); transform: "auto", None, "d2p"
     (16 bits: the codes' second differences in byte planes, an 8-bit image of 2 x rows rows) or
-    "dxp" (each row's order of difference chosen, rows that never move left out; the header's
-    "to" names them). The planes are written with PNG filter None: the differences are the
+    "dxp" (each row's order of difference chosen, rows that never move left out, rows predicted
+    from earlier ones; the header's "to" and "tx" name them). The planes are written with PNG filter None: the differences are the
     prediction, and a filter over them costs (0.5% on the CMU clips)."""
     if staff.frames < 1:
         raise ValueError("a staff file needs at least one frame")
@@ -94,11 +96,11 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
     tr = transform_for(staff, colour, transform)
     codes, missing = staff.codes()
     depth = staff.bits
-    orders = None
+    orders, refs = None, []
     if tr is not None:
-        orders = choose_orders(codes, missing) if tr == "dxp" else None
+        orders, refs = choose(codes, missing) if tr == "dxp" else (None, [])
         kept = missing if orders is None else missing[np.asarray(orders) >= 0]
-        codes, missing, depth = to_planes(codes, orders), np.concatenate([kept, kept]), 8
+        codes, missing, depth = to_planes(codes, orders, refs), np.concatenate([kept, kept]), 8
     has_alpha = bool(missing.any())
     if colour and staff.bits != 8:
         raise ValueError("--colour needs an 8-bit staff (a palette holds 256 codes)")
@@ -118,7 +120,7 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
         raw = pix.astype(np.uint8)
     bpp = (2 if depth == 16 else 1) * (2 if has_alpha else 1)
     data = filter_rows(raw, bpp, choose=effort >= 1 and tr is None, fixed=1 if tr is None else 0)
-    hdr_json = header_text(staff, tr, orders)
+    hdr_json = header_text(staff, tr, orders, refs)
     out = [SIGNATURE,
            _chunk(b"IHDR", struct.pack(">IIBBBBB", staff.frames, codes.shape[0], depth, ctype, 0, 0, 0)),
            _chunk(b"zTXt", staffheader.KEYWORD.encode("latin-1") + b"\0\0" + _deflate(hdr_json, effort))]
@@ -129,9 +131,9 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
     return b"".join(out)
 
 
-def header_text(staff, transform=None, orders=None):
+def header_text(staff, transform=None, orders=None, refs=()):
     """The staff's compact header (version 3) as UTF-8 JSON: what the zTXt chunk deflates
-    ("t": the row transform, when there is one; "to": dxp's orders)."""
+    ("t": the row transform, when there is one; "to", "tx": dxp's orders and predicted rows)."""
     from host.skeletoncode import dof_rows, encode_skeleton
 
     h = staff.header()
@@ -152,6 +154,8 @@ def header_text(staff, transform=None, orders=None):
         c["t"] = transform
     if orders is not None:
         c["to"] = rowtransform.orders_text(orders)
+    if refs:
+        c["tx"] = rowtransform.refs_list(refs)
     return staffheader.dumps_compact(c).encode("utf-8")
 
 
@@ -246,7 +250,7 @@ def decode_png(data, where="staff.png", skeleton_object=True):
     width, height, depth, ctype, _, _, interlace = ihdr
     if text is None:
         raise FormatError("%s: no motionstaff header (PNG text chunk %r)" % (where, staffheader.KEYWORD))
-    h, sk_code, tr, orders = _header(text, where)
+    h, sk_code, tr, (orders, refs) = _header(text, where)
     if width * height > MAX_PIXELS:
         raise FormatError("%s: %d x %d pixels is more than the %d this reader accepts" % (where, height, width, MAX_PIXELS))
     if tr is not None and h["bits"] != 16:
@@ -272,7 +276,7 @@ def decode_png(data, where="staff.png", skeleton_object=True):
         n = stored
         if (missing[:n] != missing[n:]).any():
             raise FormatError("%s: the byte planes of transform %s disagree on which values are missing" % (where, tr))
-        codes = from_planes(codes, orders, width)
+        codes = from_planes(codes, orders, width, refs)
         if orders is None:
             missing = missing[:n]
         else:
@@ -303,8 +307,8 @@ def decode_png(data, where="staff.png", skeleton_object=True):
 
 
 def _header(text, where):
-    """(expanded header, skeleton code or None, row transform or None, dxp's orders or None) of
-    a staff file's header text (version 1, 2 or 3)."""
+    """(expanded header, skeleton code or None, row transform or None, (dxp's orders or None,
+    its predicted rows)) of a staff file's header text (version 1, 2 or 3)."""
     c = staffheader.parse(text, where="%s: header" % where)
     tr = rowtransform.check(c.get("t"), "%s: header" % where)
     if c.get("version") not in staffheader.COMPACT_READ:
@@ -324,13 +328,15 @@ def _header(text, where):
 
 
 def _orders(c, tr, h, where):
-    """dxp's orders per row ("to"), None for other transforms; FormatError when "to" is bad or
-    stands without dxp."""
+    """(dxp's orders per row ("to"), its predicted rows ("tx")), (None, []) for other
+    transforms; FormatError when they are bad or stand without dxp."""
     if tr != "dxp":
-        if "to" in c:
-            raise FormatError("%s: header: 'to' (row orders) without the row transform dxp" % where)
-        return None
-    return rowtransform.parse_orders(c.get("to"), len(h["rows"]), "%s: header" % where)
+        for key, what in (("to", "row orders"), ("tx", "predicted rows")):
+            if key in c:
+                raise FormatError("%s: header: '%s' (%s) without the row transform dxp" % (where, key, what))
+        return None, []
+    orders = rowtransform.parse_orders(c.get("to"), len(h["rows"]), "%s: header" % where)
+    return orders, rowtransform.parse_refs(c.get("tx"), orders, "%s: header" % where)
 
 
 def _pixels(data, ctype, depth, width, height, interlace, where):

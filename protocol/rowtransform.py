@@ -6,6 +6,8 @@
     orders = rowtransform.parse_orders("2 1 - 3".replace(" ", ""), 4)   # "dxp": one order per row
     planes = rowtransform.forward("dxp", codes16, orders)    # 2 x (rows not "-") rows of bytes
     codes16 == rowtransform.inverse("dxp", planes, orders, frames)
+    refs = rowtransform.parse_refs([3, 2, -161], orders)     # dxp's "tx": row 3 predicted from row 1
+    planes = rowtransform.forward("dxp", codes16, orders, refs)
 
 PNG's filters predict a sample from its left neighbour only (first order), and for 16-bit
 samples they work byte by byte, so deflate sees the high and low bytes of every difference in
@@ -20,8 +22,15 @@ difference of the codes along time, zigzagged, split into byte planes: the image
 and the inverse sums twice (mod 2^16). "dxp" is the same with an order per row (the header's
 "to", one character a row): "0".."3" the n-th difference (c_(-1) = c_(-2) = ... = 0; order 0
 is the codes themselves, 2 is d2p's), "-" a row left out of the image (every code 0: a row
-that never moves); the planes hold the stored rows in order, high bytes then low. Old files
-(no "t") hold the codes themselves. Pure Python ints and lists (runs on MicroPython);
+that never moves); the planes hold the stored rows in order, high bytes then low. A row may be
+predicted from an earlier stored row (the header's "tx", flat triples: rows since the last
+predicted row, how many rows back its reference is, and m), in its own order n:
+
+    x_t = D^n(c_ref)_t  (mod 2^16, signed);   p_t = (m x_t + 128) >> 8   (floor)
+    d_t = D^n(c)_t - p_t  (mod 2^16, signed), zigzagged and split as above
+
+(the Euler channels of one joint, a spine's segments, a thumb and its wrist move together: on
+the CMU clips 2.3% of the image data). Old files (no "t") hold the codes themselves. Pure Python ints and lists (runs on MicroPython);
 host/rowtransform.py has the numpy twin.
 """
 
@@ -31,6 +40,8 @@ NAMES = ("d2p", "dxp")
 MASK = 0xFFFF
 ORDERS = "0123"               # "dxp" orders a row can have
 SKIP = "-"                    # "dxp": the row is not in the image, every code 0
+MAX_M = 4096                  # "dxp" cross-row multipliers: 0 < |m| <= MAX_M (|m / 256| <= 16)
+SHIFT = 8
 
 
 def check(name, where="header"):
@@ -55,6 +66,49 @@ def parse_orders(text, nrows, where="header"):
     if out.count(-1) == nrows:
         raise FormatError("%s: 'to' leaves every row out of the image" % where)
     return out
+
+
+def parse_refs(tx, orders, where="header"):
+    """The (row, reference row, m) of dxp's "tx" (flat triples: rows since the last predicted
+    row (the first: its index + 1), rows back to the reference, m), or FormatError."""
+    if tx is None:
+        return []
+    if not isinstance(tx, list) or len(tx) % 3 or any(not isinstance(x, int) or isinstance(x, bool) for x in tx):
+        raise FormatError("%s: 'tx' must be a list of whole numbers in threes, not %r" % (where, tx))
+    out, k = [], -1
+    for i in range(0, len(tx), 3):
+        dk, back, m = tx[i:i + 3]
+        k += dk
+        j = k - back
+        if dk < 1 or k >= len(orders) or back < 1 or j < 0:
+            raise FormatError("%s: 'tx' names row %d predicted from row %d (rows %d, each from an "
+                              "earlier one, in order)" % (where, k, j, len(orders)))
+        if orders[k] < 0 or orders[j] < 0:
+            raise FormatError("%s: 'tx' predicts row %d from row %d, and one of them is not in the image" % (where, k, j))
+        if m == 0 or abs(m) > MAX_M:
+            raise FormatError("%s: 'tx' multiplier %d of row %d is not in 1..%d (either sign)" % (where, m, k, MAX_M))
+        out.append((k, j, m))
+    return out
+
+
+def refs_list(refs):
+    """The "tx" list of refs (parse_refs' output)."""
+    out, last = [], -1
+    for k, j, m in refs:
+        out += [k - last, k - j, m]
+        last = k
+    return out
+
+
+def _s16(d):
+    # d mod 2^16 as a signed number in [-2^15, 2^15)
+    d &= MASK
+    return d - 0x10000 if d >= 0x8000 else d
+
+
+def _predicted(x, m):
+    # p_t = (m x_t + 128) >> 8, x_t the reference's differences mod 2^16, signed
+    return [(m * _s16(v) + (1 << (SHIFT - 1))) >> SHIFT for v in x]
 
 
 def orders_text(orders):
@@ -100,21 +154,26 @@ def _sum(d, n):
     return d
 
 
-def forward(name, rows, orders=None):
+def forward(name, rows, orders=None, refs=()):
     """The byte-plane rows (lists of ints 0..255) of 16-bit code rows: high then low planes of
-    the rows in the image (all for d2p; for dxp those whose order is not -1)."""
+    the rows in the image (all for d2p; for dxp those whose order is not -1, refs predicted)."""
     check(name)
+    ref = {k: (j, m) for k, j, m in refs}
     hi, lo = [], []
-    for c, n in zip(rows, _orders(name, len(rows), orders)):
+    for k, (c, n) in enumerate(zip(rows, _orders(name, len(rows), orders))):
         if n < 0:
             continue
-        zs = [_zig(d) for d in _diff(list(c), n)]
+        d = _diff(list(c), n)
+        if k in ref:
+            j, m = ref[k]
+            d = [a - b for a, b in zip(d, _predicted(_diff(list(rows[j]), n), m))]
+        zs = [_zig(x) for x in d]
         hi.append([z >> 8 for z in zs])
         lo.append([z & 0xFF for z in zs])
     return hi + lo
 
 
-def inverse(name, planes, orders=None, frames=None):
+def inverse(name, planes, orders=None, frames=None, refs=()):
     """The 16-bit code rows of byte-plane rows (forward's output); frames is needed only when
     dxp leaves rows out."""
     check(name)
@@ -122,12 +181,17 @@ def inverse(name, planes, orders=None, frames=None):
     orders = [2] * m if name == "d2p" else list(orders)
     if frames is None:
         frames = len(planes[0]) if planes else 0
+    ref = {k: (j, mk) for k, j, mk in refs}
     out, r = [], 0
-    for n in orders:
+    for k, n in enumerate(orders):
         if n < 0:
             out.append([0] * frames)
             continue
         d = [_unzig((h << 8) | l) for h, l in zip(planes[r], planes[m + r])]
+        if k in ref:
+            # the reference is an earlier row, already decoded
+            j, mk = ref[k]
+            d = [a + b for a, b in zip(d, _predicted(_diff(out[j], n), mk))]
         out.append([x & MASK for x in _sum(d, n)])
         r += 1
     return out

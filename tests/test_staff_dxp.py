@@ -1,4 +1,5 @@
-"""The "dxp" row transform (16-bit files): each row's order of difference, rows that never move left out.
+"""The "dxp" row transform (16-bit files): each row's order of difference, rows that never move
+left out, rows predicted from earlier rows.
 
 Both twins agree and round-trip exactly (hypothesis); files round-trip byte for byte and any PNG
 reader opens them; d2p files and files without a transform read as before; a bad "to" is one
@@ -19,7 +20,7 @@ from PIL.PngImagePlugin import PngInfo
 
 from host.bvh import read_bvh
 from host.cli import main
-from host.rowtransform import choose_orders, from_planes, to_planes
+from host.rowtransform import choose, choose_orders, from_planes, to_planes
 from host.staff import Row, Staff
 from host.stafffile import decode_png, encode_png
 from protocol import rowtransform
@@ -44,13 +45,17 @@ def test_dxp_round_trip_is_exact_and_the_twins_agree(rows, frames, seed, walk):
     orders = [-1 if not c[k].any() and rng.random() < 0.8 else orders[k] for k in range(rows)]
     if all(o < 0 for o in orders):
         orders[0] = 2
-    p = to_planes(c, orders)
-    kept = sum(1 for o in orders if o >= 0)
+    stored = [k for k in range(rows) if orders[k] >= 0]
+    refs = [(k, int(rng.choice([j for j in stored if j < k])), int(rng.choice([-1, 1]) * rng.integers(1, 4097)))
+            for k in stored[1:] if rng.random() < 0.6]
+    assert rowtransform.parse_refs(rowtransform.refs_list(refs), orders) == refs
+    p = to_planes(c, orders, refs)
+    kept = len(stored)
     assert p.dtype == np.uint8 and p.shape == (2 * kept, frames)
-    assert np.array_equal(from_planes(p, orders, frames), c)
-    pure = rowtransform.forward("dxp", c.tolist(), orders)
+    assert np.array_equal(from_planes(p, orders, frames, refs), c)
+    pure = rowtransform.forward("dxp", c.tolist(), orders, refs)
     assert pure == p.tolist()
-    assert rowtransform.inverse("dxp", pure, orders, frames) == c.tolist()
+    assert rowtransform.inverse("dxp", pure, orders, frames, refs) == c.tolist()
     # order 2 everywhere is d2p
     assert rowtransform.forward("dxp", c.tolist(), [2] * rows) == rowtransform.forward("d2p", c.tolist())
     assert rowtransform.parse_orders(rowtransform.orders_text(orders), rows) == orders
@@ -73,6 +78,19 @@ def test_choose_orders_leaves_out_only_rows_of_code_0():
     o = choose_orders(np.stack([smooth, noise]))
     assert o[0] >= 1 and o[1] == 0
     assert choose_orders(np.zeros((3, 4), np.uint16)) == [0, -1, -1]      # an image keeps a row
+
+
+def test_choose_predicts_a_row_that_follows_another():
+    rng = np.random.default_rng(5)
+    a = np.cumsum(np.cumsum(rng.integers(-40, 41, 300)))
+    a = (a - a.min() + 1000).astype(np.int64)
+    b = (3 * a) // 2 + rng.integers(-2, 3, 300) + 500          # 1.5 x the first, a little noise
+    c = np.stack([a, rng.integers(0, 65536, 300), b]).astype(np.uint16)
+    orders, refs = choose(c)
+    assert [(k, j) for k, j, _ in refs] == [(2, 0)] and abs(refs[0][2] - 384) <= 2
+    alone = to_planes(c, orders)
+    assert np.abs(to_planes(c, orders, refs)[[2, 5]].astype(int)).sum() < np.abs(alone[[2, 5]].astype(int)).sum()
+    assert np.array_equal(from_planes(to_planes(c, orders, refs), orders, 300, refs), c)
 
 
 def _staff(seed=0, frames=60, missing=False):
@@ -129,6 +147,15 @@ def _with_header(data, edit):
     (lambda c: c.update(to="-" * len(c["to"])), "leaves every row out"),
     (lambda c: c.update(t="d2p"), "'to' (row orders) without the row transform dxp"),
     (lambda c: c.update(to=c["to"].replace("-", "1")), "header has 5 rows (10 image rows"),
+    (lambda c: c.update(tx=[4, 2, 0]), "multiplier 0 of row 3"),
+    (lambda c: c.update(tx=[4, 2, 5000]), "multiplier 5000"),
+    (lambda c: c.update(tx=[1, 1, 9]), "row 0 predicted from row -1"),
+    (lambda c: c.update(tx=[4, 2, 9, 0, 2, 9]), "row 3 predicted from row 1"),
+    (lambda c: c.update(tx=[6, 1, 9]), "row 5 predicted from row 4 (rows 5"),
+    (lambda c: c.update(tx=[4, 2, 9, 1]), "in threes"),
+    (lambda c: c.update(tx=[4, 2, 9.5]), "in threes"),
+    (lambda c: c.update(tx=[3, 1, 9]), "predicts row 2 from row 1, and one of them is not in the image"),
+    (lambda c: (c.update(tx=[4, 2, 9], t="d2p"), c.pop("to")), "'tx' (predicted rows) without"),
 ])
 def test_bad_orders_are_one_line_exit_2(capsys, tmp_path, edit, message):
     bad = tmp_path / "bad.png"

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from PIL import Image
 
 from host.pngrows import _candidates, filter_rows, unfilter_rows
-from host.rowtransform import choose_orders, to_planes
+from host.rowtransform import choose, to_planes
 from host.staff import Row, Staff
 from host.stafffile import decode_png, encode_png, palette_rgb, read_staff, write_staff
 from protocol.errors import FormatError
@@ -41,9 +41,9 @@ def test_round_trip_is_exact(tmp_path, bits, transform, missing):
     im = Image.open(p)
     codes, mask = s.codes()
     if bits == 16 and transform == "auto":
-        orders = choose_orders(codes, mask)
+        orders, refs = choose(codes, mask)
         kept = mask[np.asarray(orders) >= 0]
-        codes, mask = to_planes(codes, orders), np.concatenate([kept, kept])
+        codes, mask = to_planes(codes, orders, refs), np.concatenate([kept, kept])
     assert im.size == (s.frames, codes.shape[0])
     a = np.asarray(im)
     if not missing:
