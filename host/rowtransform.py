@@ -14,9 +14,9 @@ each row along time (mod 2^16, signed; n = 2 for d2p), zigzagged, high bytes of 
 then low bytes. choose_orders takes per row the order whose zigzagged differences z cost the
 least by the estimate sum(log2(1 + z)) (ties: the lower order; on the CMU clips at 24 fps it
 picks as well as deflating each choice, and with "-" for the rows that never move the image
-data is 1.5% smaller than d2p's). choose adds, per row, the earlier row and multiplier m
-(least squares, in 1/256) that predict its differences best, where that saves more than the
-header's triple costs (an estimated 24 bits).
+data is 1.5% smaller than d2p's). choose adds, per row, up to MAX_REFS earlier rows and
+multipliers m (least squares, in 1/256) that predict its differences best, each where it
+saves more than the header's triple costs (an estimated 24 bits).
 """
 
 import numpy as np
@@ -25,6 +25,7 @@ from protocol.rowtransform import MAX_M, SHIFT
 
 MAX_ORDER = 3
 REF_COST_BITS = 24.0                  # what a row's "tx" triple costs in the header, about
+MAX_REFS = 2                          # references per predicted row (a third: 0.15% on the CMU clips)
 CHOOSE_FRAMES = 4096                  # choose's costs on at most this many frames (evenly spread)
 
 
@@ -52,9 +53,20 @@ def _zigzag_diff(c, n):
     return _zigzag(_diff(c, n))
 
 
-def _predicted(m, x):
-    # p_t = (m x_t + 128) >> 8 (floor), x the reference's differences (signed)
-    return (np.asarray(m, np.int64)[..., None] * x + (1 << (SHIFT - 1))) >> SHIFT
+def _predicted(ms, xs):
+    # p_t = (sum_i m_i x_it + 128) >> 8 (floor), x_i the references' differences (signed);
+    # ms (..., refs), xs (..., refs, frames)
+    return ((np.asarray(ms, np.int64)[..., None] * xs).sum(axis=-2) + (1 << (SHIFT - 1))) >> SHIFT
+
+
+def _ref_table(refs):
+    # row -> ([reference rows], [m])
+    t = {}
+    for k, j, m in refs:
+        t.setdefault(k, ([], []))
+        t[k][0].append(j)
+        t[k][1].append(m)
+    return t
 
 
 def choose_orders(codes, missing=None):
@@ -87,24 +99,45 @@ def choose(codes, missing=None):
     for k in range(c.shape[0]):
         if orders[k] < 0:
             continue
-        best = (own[orders[k], k], None, 0, orders[k])
-        prev = np.array([j for j in range(k) if orders[j] >= 0], int)
-        for n in range(MAX_ORDER + 1) if len(prev) else ():
-            X, y = D[n][prev], D[n][k]
-            # least squares m / 256 of y on each earlier row, in 1/256, past the first n frames
-            # (whose differences hold the codes themselves)
-            Xf, yf = X[:, cols >= n].astype(np.float64), y[cols >= n].astype(np.float64)
-            a = (Xf @ yf) / np.maximum((Xf * Xf).sum(axis=1), 1.0)
-            m = np.clip(np.round(a * (1 << SHIFT)), -MAX_M, MAX_M).astype(np.int64)
-            cost = np.log2(1.0 + _zigzag(y[None, :] - _predicted(m, X))).sum(axis=1) + REF_COST_BITS
-            cost[m == 0] = np.inf
-            i = int(np.argmin(cost))
-            if cost[i] < best[0]:
-                best = (cost[i], int(prev[i]), int(m[i]), n)
-        if best[1] is not None:
-            orders[k] = best[3]
-            refs.append((k, best[1], best[2]))
+        best = (own[orders[k], k], orders[k], [], [])
+        prev = [j for j in range(k) if orders[j] >= 0]
+        for n in range(MAX_ORDER + 1) if prev else ():
+            got, js = own[n, k], []
+            for _ in range(MAX_REFS):
+                cand = _best_ref(D[n], cols >= n, k, prev, js)
+                if cand is None or cand[0] + REF_COST_BITS * (len(js) + 1) >= got:
+                    break
+                js = cand[1]
+                got = cand[0] + REF_COST_BITS * len(js)
+                if got < best[0]:
+                    best = (got, n, js, cand[2])
+        if best[2]:
+            orders[k] = best[1]
+            refs += [(k, j, m) for j, m in sorted(zip(best[2], best[3]))]
     return orders, refs
+
+
+def _best_ref(Dn, fit, k, prev, js):
+    """(cost of row k's residual, references js + [the best next one], their m), or None: each
+    candidate fitted jointly with js by least squares (m in 1/256, on the frames fit)."""
+    cands = [j for j in prev if j not in js]
+    if not cands:
+        return None
+    # X: (candidates, refs, frames), the references js then the candidate
+    X = np.stack([Dn[js + [j]] for j in cands])
+    Xf = X[:, :, fit].astype(np.float64)
+    y = Dn[k]
+    yf = y[fit].astype(np.float64)
+    # normal equations G a = b per candidate (a tiny ridge for rows that never change)
+    G = Xf @ np.swapaxes(Xf, 1, 2) + 1e-9 * np.eye(X.shape[1])
+    a = np.linalg.solve(G, (Xf @ yf)[..., None])[..., 0]
+    m = np.clip(np.round(a * (1 << SHIFT)), -MAX_M, MAX_M).astype(np.int64)
+    cost = np.log2(1.0 + _zigzag(y[None, :] - _predicted(m, X))).sum(axis=1)
+    cost[~m.all(axis=1)] = np.inf
+    i = int(np.argmin(cost))
+    if not np.isfinite(cost[i]):
+        return None
+    return float(cost[i]), js + [cands[i]], [int(x) for x in m[i]]
 
 
 def to_planes(codes, orders=None, refs=()):
@@ -120,8 +153,8 @@ def to_planes(codes, orders=None, refs=()):
         for n in np.unique(o[kept]):
             sel = kept[o[kept] == n]
             d[sel] = _diff(c[sel], int(n))
-        for k, j, m in refs:
-            d[k] = d[k] - _predicted(m, _diff(c[j:j + 1], int(o[k]))[0])
+        for k, (js, ms) in _ref_table(refs).items():
+            d[k] = d[k] - _predicted(ms, _diff(c[js], int(o[k])))
         z = _zigzag(d[kept])
     return np.concatenate([z >> 8, z & 0xFF], axis=0).astype(np.uint8)
 
@@ -138,15 +171,15 @@ def from_planes(planes, orders=None, frames=None, refs=()):
     out = np.zeros((len(o), p.shape[1] if frames is None else frames), np.int64)
     full = np.zeros(out.shape, np.int64)
     full[kept] = d
-    ref = {k: (j, m) for k, j, m in refs}
+    ref = _ref_table(refs)
     plain = np.array([k for k in kept if k not in ref], int)
     for n in range(int(o.max(initial=0)) + 1):
         sel = plain[o[plain] == n]
         out[sel] = _sums(full[sel], n)
     for k in sorted(ref):
-        # the reference is an earlier row, already decoded
-        j, m = ref[k]
-        out[k] = _sums(full[k:k + 1] + _predicted(m, _diff(out[j:j + 1], int(o[k]))[0]), int(o[k]))[0]
+        # the references are earlier rows, already decoded
+        js, ms = ref[k]
+        out[k] = _sums(full[k:k + 1] + _predicted(ms, _diff(out[js], int(o[k]))), int(o[k]))[0]
     return out.astype(np.uint16)
 
 

@@ -23,10 +23,11 @@ and the inverse sums twice (mod 2^16). "dxp" is the same with an order per row (
 "to", one character a row): "0".."3" the n-th difference (c_(-1) = c_(-2) = ... = 0; order 0
 is the codes themselves, 2 is d2p's), "-" a row left out of the image (every code 0: a row
 that never moves); the planes hold the stored rows in order, high bytes then low. A row may be
-predicted from an earlier stored row (the header's "tx", flat triples: rows since the last
-predicted row, how many rows back its reference is, and m), in its own order n:
+predicted from earlier stored rows (the header's "tx", flat triples: rows since the last
+predicted row (0: the same row again, another reference), how many rows back the reference
+is, and m), in its own order n:
 
-    x_t = D^n(c_ref)_t  (mod 2^16, signed);   p_t = (m x_t + 128) >> 8   (floor)
+    x_it = D^n(c_ref_i)_t  (mod 2^16, signed);   p_t = (sum_i m_i x_it + 128) >> 8   (floor)
     d_t = D^n(c)_t - p_t  (mod 2^16, signed), zigzagged and split as above
 
 (the Euler channels of one joint, a spine's segments, a thumb and its wrist move together: on
@@ -70,7 +71,8 @@ def parse_orders(text, nrows, where="header"):
 
 def parse_refs(tx, orders, where="header"):
     """The (row, reference row, m) of dxp's "tx" (flat triples: rows since the last predicted
-    row (the first: its index + 1), rows back to the reference, m), or FormatError."""
+    row (the first: its index + 1; 0: the same row, another reference), rows back to the
+    reference, m), or FormatError."""
     if tx is None:
         return []
     if not isinstance(tx, list) or len(tx) % 3 or any(not isinstance(x, int) or isinstance(x, bool) for x in tx):
@@ -80,13 +82,15 @@ def parse_refs(tx, orders, where="header"):
         dk, back, m = tx[i:i + 3]
         k += dk
         j = k - back
-        if dk < 1 or k >= len(orders) or back < 1 or j < 0:
+        if dk < (1 if not out else 0) or k >= len(orders) or back < 1 or j < 0:
             raise FormatError("%s: 'tx' names row %d predicted from row %d (rows %d, each from an "
                               "earlier one, in order)" % (where, k, j, len(orders)))
         if orders[k] < 0 or orders[j] < 0:
             raise FormatError("%s: 'tx' predicts row %d from row %d, and one of them is not in the image" % (where, k, j))
         if m == 0 or abs(m) > MAX_M:
             raise FormatError("%s: 'tx' multiplier %d of row %d is not in 1..%d (either sign)" % (where, m, k, MAX_M))
+        if dk == 0 and any(r[0] == k and r[1] == j for r in out):
+            raise FormatError("%s: 'tx' names row %d's reference row %d twice" % (where, k, j))
         out.append((k, j, m))
     return out
 
@@ -106,9 +110,22 @@ def _s16(d):
     return d - 0x10000 if d >= 0x8000 else d
 
 
-def _predicted(x, m):
-    # p_t = (m x_t + 128) >> 8, x_t the reference's differences mod 2^16, signed
-    return [(m * _s16(v) + (1 << (SHIFT - 1))) >> SHIFT for v in x]
+def _predicted(xs, ms):
+    # p_t = (sum_i m_i x_it + 128) >> 8, x_i the references' differences mod 2^16, signed
+    out = [1 << (SHIFT - 1)] * len(xs[0])
+    for x, m in zip(xs, ms):
+        out = [a + m * _s16(v) for a, v in zip(out, x)]
+    return [a >> SHIFT for a in out]
+
+
+def _ref_table(refs):
+    # row -> ([reference rows], [m])
+    t = {}
+    for k, j, m in refs:
+        t.setdefault(k, ([], []))
+        t[k][0].append(j)
+        t[k][1].append(m)
+    return t
 
 
 def orders_text(orders):
@@ -158,15 +175,15 @@ def forward(name, rows, orders=None, refs=()):
     """The byte-plane rows (lists of ints 0..255) of 16-bit code rows: high then low planes of
     the rows in the image (all for d2p; for dxp those whose order is not -1, refs predicted)."""
     check(name)
-    ref = {k: (j, m) for k, j, m in refs}
+    ref = _ref_table(refs)
     hi, lo = [], []
     for k, (c, n) in enumerate(zip(rows, _orders(name, len(rows), orders))):
         if n < 0:
             continue
         d = _diff(list(c), n)
         if k in ref:
-            j, m = ref[k]
-            d = [a - b for a, b in zip(d, _predicted(_diff(list(rows[j]), n), m))]
+            js, ms = ref[k]
+            d = [a - b for a, b in zip(d, _predicted([_diff(list(rows[j]), n) for j in js], ms))]
         zs = [_zig(x) for x in d]
         hi.append([z >> 8 for z in zs])
         lo.append([z & 0xFF for z in zs])
@@ -181,7 +198,7 @@ def inverse(name, planes, orders=None, frames=None, refs=()):
     orders = [2] * m if name == "d2p" else list(orders)
     if frames is None:
         frames = len(planes[0]) if planes else 0
-    ref = {k: (j, mk) for k, j, mk in refs}
+    ref = _ref_table(refs)
     out, r = [], 0
     for k, n in enumerate(orders):
         if n < 0:
@@ -189,9 +206,9 @@ def inverse(name, planes, orders=None, frames=None, refs=()):
             continue
         d = [_unzig((h << 8) | l) for h, l in zip(planes[r], planes[m + r])]
         if k in ref:
-            # the reference is an earlier row, already decoded
-            j, mk = ref[k]
-            d = [a + b for a, b in zip(d, _predicted(_diff(out[j], n), mk))]
+            # the references are earlier rows, already decoded
+            js, ms = ref[k]
+            d = [a + b for a, b in zip(d, _predicted([_diff(out[j], n) for j in js], ms))]
         out.append([x & MASK for x in _sum(d, n)])
         r += 1
     return out

@@ -46,8 +46,11 @@ def test_dxp_round_trip_is_exact_and_the_twins_agree(rows, frames, seed, walk):
     if all(o < 0 for o in orders):
         orders[0] = 2
     stored = [k for k in range(rows) if orders[k] >= 0]
-    refs = [(k, int(rng.choice([j for j in stored if j < k])), int(rng.choice([-1, 1]) * rng.integers(1, 4097)))
-            for k in stored[1:] if rng.random() < 0.6]
+    refs = []
+    for k in stored[1:]:
+        if rng.random() < 0.6:
+            js = rng.choice([j for j in stored if j < k], size=min(int(rng.integers(1, 3)), stored.index(k)), replace=False)
+            refs += [(k, int(j), int(rng.choice([-1, 1]) * rng.integers(1, 4097))) for j in sorted(js)]
     assert rowtransform.parse_refs(rowtransform.refs_list(refs), orders) == refs
     p = to_planes(c, orders, refs)
     kept = len(stored)
@@ -88,6 +91,12 @@ def test_choose_predicts_a_row_that_follows_another():
     c = np.stack([a, rng.integers(0, 65536, 300), b]).astype(np.uint16)
     orders, refs = choose(c)
     assert [(k, j) for k, j, _ in refs] == [(2, 0)] and abs(refs[0][2] - 384) <= 2
+    # a row that is the sum of two others takes both
+    w = np.cumsum(np.cumsum(rng.integers(-40, 41, 300)))
+    w = 1000 + (w - w.min()) * 30000 // (w.max() - w.min())
+    s2 = a // 2 + w // 4 + 100
+    _, refs2 = choose(np.stack([a, w, s2]).astype(np.uint16))
+    assert [(k, j) for k, j, _ in refs2] == [(2, 0), (2, 1)]
     alone = to_planes(c, orders)
     assert np.abs(to_planes(c, orders, refs)[[2, 5]].astype(int)).sum() < np.abs(alone[[2, 5]].astype(int)).sum()
     assert np.array_equal(from_planes(to_planes(c, orders, refs), orders, 300, refs), c)
@@ -150,11 +159,13 @@ def _with_header(data, edit):
     (lambda c: c.update(tx=[4, 2, 0]), "multiplier 0 of row 3"),
     (lambda c: c.update(tx=[4, 2, 5000]), "multiplier 5000"),
     (lambda c: c.update(tx=[1, 1, 9]), "row 0 predicted from row -1"),
-    (lambda c: c.update(tx=[4, 2, 9, 0, 2, 9]), "row 3 predicted from row 1"),
+    (lambda c: c.update(tx=[4, 2, 9, 0, 4, 9]), "row 3 predicted from row -1"),
     (lambda c: c.update(tx=[6, 1, 9]), "row 5 predicted from row 4 (rows 5"),
     (lambda c: c.update(tx=[4, 2, 9, 1]), "in threes"),
     (lambda c: c.update(tx=[4, 2, 9.5]), "in threes"),
     (lambda c: c.update(tx=[3, 1, 9]), "predicts row 2 from row 1, and one of them is not in the image"),
+    (lambda c: c.update(tx=[0, 1, 9]), "row -1 predicted from row -2"),
+    (lambda c: c.update(tx=[4, 2, 9, 0, 2, 7]), "row 3's reference row 1 twice"),
     (lambda c: (c.update(tx=[4, 2, 9], t="d2p"), c.pop("to")), "'tx' (predicted rows) without"),
 ])
 def test_bad_orders_are_one_line_exit_2(capsys, tmp_path, edit, message):
