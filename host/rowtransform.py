@@ -21,7 +21,7 @@ saves more than the header's triple costs (an estimated 24 bits).
 
 import numpy as np
 
-from protocol.rowtransform import MAX_M, SHIFT
+from protocol.rowtransform import MAX_M, SHIFT, ref_table
 
 MAX_ORDER = 3
 REF_COST_BITS = 24.0                  # what a row's "tx" triple costs in the header, about
@@ -57,16 +57,6 @@ def _predicted(ms, xs):
     # p_t = (sum_i m_i x_it + 128) >> 8 (floor), x_i the references' differences (signed);
     # ms (..., refs), xs (..., refs, frames)
     return ((np.asarray(ms, np.int64)[..., None] * xs).sum(axis=-2) + (1 << (SHIFT - 1))) >> SHIFT
-
-
-def _ref_table(refs):
-    # row -> ([reference rows], [m])
-    t = {}
-    for k, j, m in refs:
-        t.setdefault(k, ([], []))
-        t[k][0].append(j)
-        t[k][1].append(m)
-    return t
 
 
 def choose_orders(codes, missing=None):
@@ -153,7 +143,7 @@ def to_planes(codes, orders=None, refs=()):
         for n in np.unique(o[kept]):
             sel = kept[o[kept] == n]
             d[sel] = _diff(c[sel], int(n))
-        for k, (js, ms) in _ref_table(refs).items():
+        for k, (js, ms) in ref_table(refs).items():
             d[k] = d[k] - _predicted(ms, _diff(c[js], int(o[k])))
         z = _zigzag(d[kept])
     return np.concatenate([z >> 8, z & 0xFF], axis=0).astype(np.uint8)
@@ -171,7 +161,7 @@ def from_planes(planes, orders=None, frames=None, refs=()):
     out = np.zeros((len(o), p.shape[1] if frames is None else frames), np.int64)
     full = np.zeros(out.shape, np.int64)
     full[kept] = d
-    ref = _ref_table(refs)
+    ref = ref_table(refs)
     plain = np.array([k for k in kept if k not in ref], int)
     for n in range(int(o.max(initial=0)) + 1):
         sel = plain[o[plain] == n]

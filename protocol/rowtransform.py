@@ -118,8 +118,8 @@ def _predicted(xs, ms):
     return [a >> SHIFT for a in out]
 
 
-def _ref_table(refs):
-    # row -> ([reference rows], [m])
+def ref_table(refs):
+    """row -> ([reference rows], [m]) of parse_refs' list."""
     t = {}
     for k, j, m in refs:
         t.setdefault(k, ([], []))
@@ -175,7 +175,7 @@ def forward(name, rows, orders=None, refs=()):
     """The byte-plane rows (lists of ints 0..255) of 16-bit code rows: high then low planes of
     the rows in the image (all for d2p; for dxp those whose order is not -1, refs predicted)."""
     check(name)
-    ref = _ref_table(refs)
+    ref = ref_table(refs)
     hi, lo = [], []
     for k, (c, n) in enumerate(zip(rows, _orders(name, len(rows), orders))):
         if n < 0:
@@ -198,7 +198,7 @@ def inverse(name, planes, orders=None, frames=None, refs=()):
     orders = [2] * m if name == "d2p" else list(orders)
     if frames is None:
         frames = len(planes[0]) if planes else 0
-    ref = _ref_table(refs)
+    ref = ref_table(refs)
     out, r = [], 0
     for k, n in enumerate(orders):
         if n < 0:
