@@ -118,9 +118,10 @@ def _best_ref(Dn, fit, k, prev, js):
     Xf = X[:, :, fit].astype(np.float64)
     y = Dn[k]
     yf = y[fit].astype(np.float64)
-    # normal equations G a = b per candidate (a tiny ridge for rows that never change)
-    G = Xf @ np.swapaxes(Xf, 1, 2) + 1e-9 * np.eye(X.shape[1])
-    a = np.linalg.solve(G, (Xf @ yf)[..., None])[..., 0]
+    # normal equations G a = b per candidate, by pseudo-inverse (G is singular for rows that
+    # never change or repeat a reference)
+    G = Xf @ np.swapaxes(Xf, 1, 2)
+    a = (np.linalg.pinv(G) @ (Xf @ yf)[..., None])[..., 0]
     m = np.clip(np.round(a * (1 << SHIFT)), -MAX_M, MAX_M).astype(np.int64)
     cost = np.log2(1.0 + _zigzag(y[None, :] - _predicted(m, X))).sum(axis=1)
     cost[~m.all(axis=1)] = np.inf

@@ -192,3 +192,13 @@ def test_any_dxp_pixels_under_a_real_header_decode_inside_the_rows_ranges(seed):
         buf = io.BytesIO()
         Image.fromarray(np.zeros((10, s.frames), np.uint8), "L").save(buf, "PNG", pnginfo=info)
         decode_png(buf.getvalue(), "hostile.png")
+
+
+def test_choose_survives_rows_that_repeat_or_never_change():
+    # two equal rows and a constant one: the joint fit's normal equations are singular
+    rng = np.random.default_rng(6)
+    a = _codes(rng, 1, 50, 300)[0]
+    for frames in (2, 3, 50):
+        c = np.stack([a, a, np.full(50, 7), a // 2])[:, :frames].astype(np.uint16)
+        orders, refs = choose(c)
+        assert np.array_equal(from_planes(to_planes(c, orders, refs), orders, frames, refs), c)
