@@ -134,11 +134,11 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
 def header_text(staff, transform=None, orders=None, refs=()):
     """The staff's compact header (version 3) as UTF-8 JSON: what the zTXt chunk deflates
     ("t": the row transform, when there is one; "to", "tx": dxp's orders and predicted rows)."""
-    from host.skeletoncode import dof_rows, encode_skeleton
+    from host.skeletoncode import dof_rows, encode_skeleton, is_bvh
 
     h = staff.header()
     code = encode_skeleton(staff.skeleton)
-    if code is not None and "bvh" not in code:
+    if code is not None and not is_bvh(code):
         # the dofs as the reader will rebuild them (short JSON rounds the limits): the ranges
         # are coded against those
         from host.skeletoncode import decode_skeleton
@@ -146,7 +146,7 @@ def header_text(staff, transform=None, orders=None, refs=()):
         rows = dof_rows(decode_skeleton(code, None))
     else:
         rows = dof_rows(_skeleton_object(staff.skeleton))
-    if rows is not None and code is not None and "bvh" in code:
+    if rows is not None and is_bvh(code):
         # a BVH hierarchy's dof limits are derived again from the decoded motion: never "sk"
         rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
     c = staffheader.pack(h, dof_rows=rows, skeleton_code=code)
@@ -285,11 +285,11 @@ def decode_png(data, where="staff.png", skeleton_object=True):
             missing = full
     sk = h.get("skeleton")
     if sk_code is not None:
-        from host.skeletoncode import decode_skeleton
+        from host.skeletoncode import decode_skeleton, is_bvh
         from host.staff import decode as decode_codes
 
         values = None
-        if "bvh" in sk_code:
+        if is_bvh(sk_code):
             values = decode_codes(codes, [r["lo"] for r in h["rows"]], [r["hi"] for r in h["rows"]], h["bits"], missing)
         sk = decode_skeleton(sk_code, values, where="%s: header: skeleton" % where)
         if not skeleton_object:
@@ -317,11 +317,11 @@ def _header(text, where):
     code = c.get("sk")
     rows = None
     if code is not None:
-        from host.skeletoncode import decode_skeleton, dof_rows
+        from host.skeletoncode import decode_skeleton, dof_rows, is_bvh
 
         # names, units and wrap first (a BVH hierarchy's limits come with the decoded motion)
         rows = dof_rows(decode_skeleton(code, None, where="%s: header: skeleton" % where))
-        if "bvh" in code:
+        if is_bvh(code):
             rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
     h = staffheader.unpack(c, rows, where="%s: header" % where)
     return h, code, tr, _orders(c, tr, h, where)
