@@ -15,7 +15,7 @@ then low bytes. choose_orders takes per row the order whose zigzagged difference
 least by the estimate sum(log2(1 + z)) (ties: the lower order; on the CMU clips at 24 fps it
 picks as well as deflating each choice, and with "-" for the rows that never move the image
 data is 1.5% smaller than d2p's). choose adds, per row, up to MAX_REFS earlier rows and
-multipliers m (least squares, in 1/256) that predict its differences best, each where it
+multipliers m (least squares, in 1/64) that predict its differences best, each where it
 saves more than the header's triple costs (an estimated 24 bits).
 """
 
@@ -24,6 +24,9 @@ import numpy as np
 from protocol.rowtransform import MAX_M, SHIFT, ref_table
 
 MAX_ORDER = 3
+CHANGE_BITS = 32.0                    # choose_orders: what a change of order costs, about (in the deflated "to"
+                                      # and the planes; 10-24: 0.1% larger files on the CMU clips)
+SKIP_BITS = 64.0                      # ... and what a row left out of the image saves (its zero planes)
 REF_COST_BITS = 24.0                  # what a row's "tx" triple costs in the header, about
 MAX_REFS = 2                          # references per predicted row (a third: 0.15% on the CMU clips)
 CHOOSE_FRAMES = 4096                  # choose's costs on at most this many frames (evenly spread)
@@ -54,24 +57,40 @@ def _zigzag_diff(c, n):
 
 
 def _predicted(ms, xs):
-    # p_t = (sum_i m_i x_it + 128) >> 8 (floor), x_i the references' differences (signed);
+    # p_t = (sum_i m_i x_it + 32) >> 6 (floor), x_i the references' differences (signed);
     # ms (..., refs), xs (..., refs, frames)
     return ((np.asarray(ms, np.int64)[..., None] * xs).sum(axis=-2) + (1 << (SHIFT - 1))) >> SHIFT
 
 
 def choose_orders(codes, missing=None):
-    """Per row: the order 0..3 of least estimated cost, or -1 for a row of code 0 throughout
-    (none missing); row 0 is kept when every row would be left out (an image has a row)."""
+    """Per row: 0..3, or -1 for a row of code 0 throughout (none missing), of least estimated
+    cost, a change of order from the row before costing CHANGE_BITS (the header's "to" is
+    deflated: a run is nearly free, each change a few bytes) and a row left out saving
+    SKIP_BITS; row 0 is kept when every row would be left out (an image has a row)."""
     c = np.asarray(codes)
+    K = c.shape[0]
     m = np.zeros(c.shape, bool) if missing is None else np.asarray(missing, bool)
-    # cost of a row at order n: sum over frames of log2(1 + z)
-    cost = np.stack([np.log2(1.0 + _zigzag_diff(c, n)).sum(axis=1) for n in range(MAX_ORDER + 1)])
-    orders = np.argmin(cost, axis=0).astype(int)
+    # cost[s, k] of row k in state s = order 0..3, then 4 = left out: sum over frames of log2(1 + z)
+    cost = np.concatenate([np.stack([np.log2(1.0 + _zigzag_diff(c, n)).sum(axis=1) for n in range(MAX_ORDER + 1)]),
+                           np.full((1, K), np.inf)])
     skip = ~(c != 0).any(axis=1) & ~m.any(axis=1)
-    if skip.all() and len(skip):
-        skip[0] = False
-    orders[skip] = -1
-    return [int(o) for o in orders]
+    cost[MAX_ORDER + 1, skip] = -SKIP_BITS
+    # the cheapest sequence of states (Viterbi): total[s] = cost[s, k] + min(total[s], min total + CHANGE_BITS)
+    back = np.zeros(cost.shape, int)
+    total = cost[:, 0].copy() if K else np.zeros(0)
+    for k in range(1, K):
+        j = int(np.argmin(total))
+        stay = total <= total[j] + CHANGE_BITS
+        back[:, k] = np.where(stay, np.arange(len(total)), j)
+        total = np.where(stay, total, total[j] + CHANGE_BITS) + cost[:, k]
+    orders = [0] * K
+    st = int(np.argmin(total)) if K else 0
+    for k in range(K - 1, -1, -1):
+        orders[k] = st if st <= MAX_ORDER else -1
+        st = int(back[st, k])
+    if K and all(o < 0 for o in orders):
+        orders[0] = 0
+    return orders
 
 
 def choose(codes, missing=None):
@@ -109,7 +128,7 @@ def choose(codes, missing=None):
 
 def _best_ref(Dn, fit, k, prev, js):
     """(cost of row k's residual, references js + [the best next one], their m), or None: each
-    candidate fitted jointly with js by least squares (m in 1/256, on the frames fit)."""
+    candidate fitted jointly with js by least squares (m in 1/64, on the frames fit)."""
     cands = [j for j in prev if j not in js]
     if not cands:
         return None

@@ -155,7 +155,7 @@ def header_text(staff, transform=None, orders=None, refs=()):
     if orders is not None:
         c["to"] = rowtransform.orders_text(orders)
     if refs:
-        c["tx"] = rowtransform.refs_list(refs)
+        c["tx"] = rowtransform.refs_text(refs)
     return staffheader.dumps_compact(c).encode("utf-8")
 
 

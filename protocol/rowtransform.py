@@ -6,7 +6,8 @@
     orders = rowtransform.parse_orders("2 1 - 3".replace(" ", ""), 4)   # "dxp": one order per row
     planes = rowtransform.forward("dxp", codes16, orders)    # 2 x (rows not "-") rows of bytes
     codes16 == rowtransform.inverse("dxp", planes, orders, frames)
-    refs = rowtransform.parse_refs([3, 2, -161], orders)     # dxp's "tx": row 3 predicted from row 1
+    refs = [(3, 1, -40)]                                     # dxp: row 3 predicted from row 1, m = -40/64
+    tx = rowtransform.refs_text(refs)                        # the header's "tx"; parse_refs(tx, orders) == refs
     planes = rowtransform.forward("dxp", codes16, orders, refs)
 
 PNG's filters predict a sample from its left neighbour only (first order), and for 16-bit
@@ -22,12 +23,14 @@ difference of the codes along time, zigzagged, split into byte planes: the image
 and the inverse sums twice (mod 2^16). "dxp" is the same with an order per row (the header's
 "to", one character a row): "0".."3" the n-th difference (c_(-1) = c_(-2) = ... = 0; order 0
 is the codes themselves, 2 is d2p's), "-" a row left out of the image (every code 0: a row
-that never moves); the planes hold the stored rows in order, high bytes then low. A row may be
-predicted from earlier stored rows (the header's "tx", flat triples: rows since the last
+that never moves; one character alone: every row that order); the planes hold the stored rows
+in order, high bytes then low. A row may be
+predicted from earlier stored rows (the header's "tx": triples of rows since the last
 predicted row (0: the same row again, another reference), how many rows back the reference
-is, and m), in its own order n:
+is, and m, as Exp-Golomb codes in base64, protocol/staffranges.py's: EG_0(count) EG_0(j),
+then per triple EG_0(rows since) EG_0(back - 1) EG_j(zigzag(m))), in its own order n:
 
-    x_it = D^n(c_ref_i)_t  (mod 2^16, signed);   p_t = (sum_i m_i x_it + 128) >> 8   (floor)
+    x_it = D^n(c_ref_i)_t  (mod 2^16, signed);   p_t = (sum_i m_i x_it + 32) >> 6   (floor)
     d_t = D^n(c)_t - p_t  (mod 2^16, signed), zigzagged and split as above
 
 (the Euler channels of one joint, a spine's segments, a thumb and its wrist move together: on
@@ -35,14 +38,16 @@ the CMU clips 2.3% of the image data). Old files (no "t") hold the codes themsel
 host/rowtransform.py has the numpy twin.
 """
 
+from protocol import staffranges
 from protocol.errors import FormatError
 
 NAMES = ("d2p", "dxp")
 MASK = 0xFFFF
 ORDERS = "0123"               # "dxp" orders a row can have
 SKIP = "-"                    # "dxp": the row is not in the image, every code 0
-MAX_M = 4096                  # "dxp" cross-row multipliers: 0 < |m| <= MAX_M (|m / 256| <= 16)
-SHIFT = 8
+MAX_M = 4096                  # "dxp" cross-row multipliers: 0 < |m| <= MAX_M (|m / 64| <= 64)
+SHIFT = 6                     # m in 1/64 (1/256: 0.1% larger files, the header's m longer)
+MAX_CODE_ORDER = 16           # "tx": the largest Exp-Golomb order of m
 
 
 def check(name, where="header"):
@@ -54,6 +59,8 @@ def check(name, where="header"):
 
 def parse_orders(text, nrows, where="header"):
     """The orders of "dxp"'s "to" text (one per row: 0..3, or -1 for "-"), or FormatError."""
+    if isinstance(text, str) and len(text) == 1 and text != SKIP:
+        text = text * nrows                         # one order for every row
     if not isinstance(text, str) or len(text) != nrows:
         raise FormatError("%s: 'to' must name one order per row (%d), not %r" % (where, nrows, text))
     out = []
@@ -69,14 +76,30 @@ def parse_orders(text, nrows, where="header"):
     return out
 
 
+def _flat(tx, where):
+    # the triples of "tx" text, flat: rows since, rows back, m
+    if not isinstance(tx, str):
+        raise FormatError("%s: 'tx' must be a string (base64), not %r" % (where, tx))
+    r = staffranges.BitReader(tx, where, "tx")
+    n, j = r.get(), r.get()
+    if j > MAX_CODE_ORDER or n > len(tx) * 6:
+        raise FormatError("%s: 'tx' starts with %d triples at order %d: not this encoding" % (where, n, j))
+    out = []
+    for _ in range(n):
+        out += [r.get(), r.get() + 1, staffranges.unzig(r.get(j))]
+    rest = r.bits[r.pos:]
+    if len(rest) >= 6 or any(rest):
+        raise FormatError("%s: 'tx' holds bits after its last triple" % where)
+    return out
+
+
 def parse_refs(tx, orders, where="header"):
-    """The (row, reference row, m) of dxp's "tx" (flat triples: rows since the last predicted
+    """The (row, reference row, m) of dxp's "tx" text (triples: rows since the last predicted
     row (the first: its index + 1; 0: the same row, another reference), rows back to the
     reference, m), or FormatError."""
     if tx is None:
         return []
-    if not isinstance(tx, list) or len(tx) % 3 or any(not isinstance(x, int) or isinstance(x, bool) for x in tx):
-        raise FormatError("%s: 'tx' must be a list of whole numbers in threes, not %r" % (where, tx))
+    tx = _flat(tx, where)
     out, k = [], -1
     for i in range(0, len(tx), 3):
         dk, back, m = tx[i:i + 3]
@@ -95,13 +118,24 @@ def parse_refs(tx, orders, where="header"):
     return out
 
 
-def refs_list(refs):
-    """The "tx" list of refs (parse_refs' output)."""
-    out, last = [], -1
+def refs_text(refs):
+    """The "tx" text of refs (parse_refs' output): m's Exp-Golomb order the shortest."""
+    flat, last = [], -1
     for k, j, m in refs:
-        out += [k - last, k - j, m]
+        flat += [k - last, k - j, m]
         last = k
-    return out
+    best = None
+    for order in range(MAX_CODE_ORDER + 1):
+        bits = []
+        staffranges.put_code(bits, len(flat) // 3)
+        staffranges.put_code(bits, order)
+        for i in range(0, len(flat), 3):
+            staffranges.put_code(bits, flat[i])
+            staffranges.put_code(bits, flat[i + 1] - 1)
+            staffranges.put_code(bits, staffranges.zig(flat[i + 2]), order)
+        if best is None or len(bits) < len(best):
+            best = bits
+    return staffranges.bits_text(best)
 
 
 def _s16(d):
@@ -111,7 +145,7 @@ def _s16(d):
 
 
 def _predicted(xs, ms):
-    # p_t = (sum_i m_i x_it + 128) >> 8, x_i the references' differences mod 2^16, signed
+    # p_t = (sum_i m_i x_it + 32) >> 6, x_i the references' differences mod 2^16, signed
     out = [1 << (SHIFT - 1)] * len(xs[0])
     for x, m in zip(xs, ms):
         out = [a + m * _s16(v) for a, v in zip(out, x)]
@@ -129,8 +163,9 @@ def ref_table(refs):
 
 
 def orders_text(orders):
-    """The "to" text of orders (forward's list)."""
-    return "".join(SKIP if o < 0 else ORDERS[o] for o in orders)
+    """The "to" text of orders (forward's list): one character when every row has one order."""
+    text = "".join(SKIP if o < 0 else ORDERS[o] for o in orders)
+    return text[:1] if text and text == text[0] * len(text) and text[0] != SKIP else text
 
 
 def _orders(name, n, orders):

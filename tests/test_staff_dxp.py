@@ -23,7 +23,7 @@ from host.cli import main
 from host.rowtransform import choose, choose_orders, from_planes, to_planes
 from host.staff import Row, Staff
 from host.stafffile import decode_png, encode_png
-from protocol import rowtransform
+from protocol import rowtransform, staffranges
 from protocol.errors import FormatError
 
 CLIP = pathlib.Path(__file__).resolve().parent.parent / "host" / "data" / "131_03_short.bvh"
@@ -51,7 +51,7 @@ def test_dxp_round_trip_is_exact_and_the_twins_agree(rows, frames, seed, walk):
         if rng.random() < 0.6:
             js = rng.choice([j for j in stored if j < k], size=min(int(rng.integers(1, 3)), stored.index(k)), replace=False)
             refs += [(k, int(j), int(rng.choice([-1, 1]) * rng.integers(1, 4097))) for j in sorted(js)]
-    assert rowtransform.parse_refs(rowtransform.refs_list(refs), orders) == refs
+    assert rowtransform.parse_refs(rowtransform.refs_text(refs), orders) == refs
     p = to_planes(c, orders, refs)
     kept = len(stored)
     assert p.dtype == np.uint8 and p.shape == (2 * kept, frames)
@@ -66,14 +66,17 @@ def test_dxp_round_trip_is_exact_and_the_twins_agree(rows, frames, seed, walk):
 
 def test_choose_orders_leaves_out_only_rows_of_code_0():
     rng = np.random.default_rng(4)
-    c = _codes(rng, 5, 30, 300)
-    c[1] = 0
-    c[3] = 7                                  # constant, not 0: kept (order 0 or more)
+    c = _codes(rng, 8, 30, 300)
+    c[1:5] = 0                                # a run of rows that never move: left out
+    c[5] = 7                                  # constant, not 0: kept (order 0 or more)
     m = np.zeros(c.shape, bool)
-    m[4] = True
-    c[4] = 0                                  # all 0 but missing: kept (its alpha must be stored)
+    m[6] = True
+    c[6] = 0                                  # all 0 but missing: kept (its alpha must be stored)
     o = choose_orders(c, m)
-    assert o[1] == -1 and o[3] >= 0 and o[4] >= 0 and all(0 <= x <= 3 for x in o if x >= 0)
+    assert o[1:5] == [-1] * 4 and o[5] >= 0 and o[6] >= 0 and all(0 <= x <= 3 for x in o if x >= 0)
+    # one such row between others is not worth the header's change of order and back
+    c[2:5] = _codes(rng, 3, 30, 300)
+    assert choose_orders(c, m)[1] >= 0
     # a smooth row takes a difference, noise takes the codes themselves
     t = np.arange(200)
     smooth = (30000 + 20000 * np.sin(t / 30.0)).astype(np.uint16)
@@ -90,7 +93,7 @@ def test_choose_predicts_a_row_that_follows_another():
     b = (3 * a) // 2 + rng.integers(-2, 3, 300) + 500          # 1.5 x the first, a little noise
     c = np.stack([a, rng.integers(0, 65536, 300), b]).astype(np.uint16)
     orders, refs = choose(c)
-    assert [(k, j) for k, j, _ in refs] == [(2, 0)] and abs(refs[0][2] - 384) <= 2
+    assert [(k, j) for k, j, _ in refs] == [(2, 0)] and refs[0][2] == 96     # 1.5 x 64
     # a row that is the sum of two others takes both
     w = np.cumsum(np.cumsum(rng.integers(-40, 41, 300)))
     w = 1000 + (w - w.min()) * 30000 // (w.max() - w.min())
@@ -105,7 +108,7 @@ def test_choose_predicts_a_row_that_follows_another():
 def _staff(seed=0, frames=60, missing=False):
     rng = np.random.default_rng(seed)
     v = np.cumsum(rng.normal(0, 2.0, (5, frames)), axis=1)
-    v[2] = 12.5                                          # never moves
+    v[4] = 12.5                                          # never moves (the last row: left out)
     if missing:
         v[0, rng.random(frames) < 0.2] = np.nan
     rows = [Row("r%d" % i, "deg", -400.0, 400.0, True) for i in range(5)]
@@ -119,7 +122,7 @@ def test_dxp_file_round_trips_byte_for_byte_and_pillow_opens_it(missing):
     im = Image.open(io.BytesIO(data))
     im.load()
     assert json.loads(im.info["motionstaff"])["t"] == "dxp"
-    assert json.loads(im.info["motionstaff"])["to"][2] == "-"           # the constant row is not in the image
+    assert json.loads(im.info["motionstaff"])["to"][4] == "-"           # the constant row is not in the image
     assert im.size == (s.frames, 8)
     back = decode_png(data)
     assert np.array_equal(back.values, s.quantised().values, equal_nan=True)
@@ -135,6 +138,18 @@ def test_dxp_is_smaller_than_d2p_on_a_real_clip_and_d2p_still_reads():
     assert len(dxp) < len(d2p)
     q = st_.quantised().values
     assert np.array_equal(decode_png(dxp).values, q) and np.array_equal(decode_png(d2p).values, q)
+
+
+def _tx(flat, order=8, extra=()):
+    """"tx" text of flat triples (rows since, rows back, m), valid or not, and extra bits."""
+    bits = []
+    staffranges.put_code(bits, len(flat) // 3)
+    staffranges.put_code(bits, order)
+    for i in range(0, len(flat), 3):
+        staffranges.put_code(bits, flat[i])
+        staffranges.put_code(bits, flat[i + 1] - 1)
+        staffranges.put_code(bits, staffranges.zig(flat[i + 2]), order)
+    return staffranges.bits_text(bits + list(extra))
 
 
 def _with_header(data, edit):
@@ -156,17 +171,21 @@ def _with_header(data, edit):
     (lambda c: c.update(to="-" * len(c["to"])), "leaves every row out"),
     (lambda c: c.update(t="d2p"), "'to' (row orders) without the row transform dxp"),
     (lambda c: c.update(to=c["to"].replace("-", "1")), "header has 5 rows (10 image rows"),
-    (lambda c: c.update(tx=[4, 2, 0]), "multiplier 0 of row 3"),
-    (lambda c: c.update(tx=[4, 2, 5000]), "multiplier 5000"),
-    (lambda c: c.update(tx=[1, 1, 9]), "row 0 predicted from row -1"),
-    (lambda c: c.update(tx=[4, 2, 9, 0, 4, 9]), "row 3 predicted from row -1"),
-    (lambda c: c.update(tx=[6, 1, 9]), "row 5 predicted from row 4 (rows 5"),
-    (lambda c: c.update(tx=[4, 2, 9, 1]), "in threes"),
-    (lambda c: c.update(tx=[4, 2, 9.5]), "in threes"),
-    (lambda c: c.update(tx=[3, 1, 9]), "predicts row 2 from row 1, and one of them is not in the image"),
-    (lambda c: c.update(tx=[0, 1, 9]), "row -1 predicted from row -2"),
-    (lambda c: c.update(tx=[4, 2, 9, 0, 2, 7]), "row 3's reference row 1 twice"),
-    (lambda c: (c.update(tx=[4, 2, 9], t="d2p"), c.pop("to")), "'tx' (predicted rows) without"),
+    (lambda c: c.update(tx=_tx([4, 2, 0])), "multiplier 0 of row 3"),
+    (lambda c: c.update(tx=_tx([4, 2, 5000])), "multiplier 5000"),
+    (lambda c: c.update(tx=_tx([1, 1, 9])), "row 0 predicted from row -1"),
+    (lambda c: c.update(tx=_tx([4, 2, 9, 0, 4, 9])), "row 3 predicted from row -1"),
+    (lambda c: c.update(tx=_tx([6, 1, 9])), "row 5 predicted from row 4 (rows 5"),
+    (lambda c: c.update(tx=[4, 2, 9]), "'tx' must be a string"),
+    (lambda c: c.update(tx=_tx([4, 2, 9])[:-2] + "!"), "'tx' holds '!'"),
+    (lambda c: c.update(tx=_tx([4, 2, 9, 1, 1, 9])[:2]), "'tx' ends inside a row"),
+    (lambda c: c.update(tx=_tx([4, 2, 9], extra=[1])), "bits after its last triple"),
+    (lambda c: c.update(tx=_tx([4, 2, 9]) + "AA"), "bits after its last triple"),
+    (lambda c: c.update(tx=_tx([4, 2, 9], order=17)), "not this encoding"),
+    (lambda c: c.update(tx=_tx([5, 1, 9])), "predicts row 4 from row 3, and one of them is not in the image"),
+    (lambda c: c.update(tx=_tx([0, 1, 9])), "row -1 predicted from row -2"),
+    (lambda c: c.update(tx=_tx([4, 2, 9, 0, 2, 7])), "row 3's reference row 1 twice"),
+    (lambda c: (c.update(tx=_tx([4, 2, 9]), t="d2p"), c.pop("to")), "'tx' (predicted rows) without"),
 ])
 def test_bad_orders_are_one_line_exit_2(capsys, tmp_path, edit, message):
     bad = tmp_path / "bad.png"
@@ -202,3 +221,12 @@ def test_choose_survives_rows_that_repeat_or_never_change():
         c = np.stack([a, a, np.full(50, 7), a // 2])[:, :frames].astype(np.uint16)
         orders, refs = choose(c)
         assert np.array_equal(from_planes(to_planes(c, orders, refs), orders, frames, refs), c)
+
+
+def test_one_order_for_every_row_is_one_character():
+    assert rowtransform.orders_text([1, 1, 1]) == "1" and rowtransform.parse_orders("1", 3) == [1, 1, 1]
+    assert rowtransform.orders_text([1, -1, 1]) == "1-1" and rowtransform.parse_orders("1-1", 3) == [1, -1, 1]
+    with pytest.raises(FormatError, match="leaves every row out"):
+        rowtransform.parse_orders("-", 1)
+    with pytest.raises(FormatError, match="one order per row"):
+        rowtransform.parse_orders("-", 3)
