@@ -124,18 +124,20 @@ def refs_text(refs):
     for k, j, m in refs:
         flat += [k - last, k - j, m]
         last = k
-    best = None
-    for order in range(MAX_CODE_ORDER + 1):
-        bits = []
-        staffranges.put_code(bits, len(flat) // 3)
-        staffranges.put_code(bits, order)
-        for i in range(0, len(flat), 3):
-            staffranges.put_code(bits, flat[i])
-            staffranges.put_code(bits, flat[i + 1] - 1)
-            staffranges.put_code(bits, staffranges.zig(flat[i + 2]), order)
-        if best is None or len(bits) < len(best):
-            best = bits
-    return staffranges.bits_text(best)
+    return min((flat_text(flat, order) for order in range(MAX_CODE_ORDER + 1)), key=len)
+
+
+def flat_text(flat, order, extra=()):
+    """"tx" text of flat triples (rows since, rows back, m), m at Exp-Golomb order `order`, the
+    bits extra after them (none in a valid file); no checks (tests write bad ones with it)."""
+    bits = []
+    staffranges.put_code(bits, len(flat) // 3)
+    staffranges.put_code(bits, order)
+    for i in range(0, len(flat), 3):
+        staffranges.put_code(bits, flat[i])
+        staffranges.put_code(bits, flat[i + 1] - 1)
+        staffranges.put_code(bits, staffranges.zig(flat[i + 2]), order)
+    return staffranges.bits_text(bits + list(extra))
 
 
 def _s16(d):

@@ -23,7 +23,7 @@ from host.cli import main
 from host.rowtransform import choose, choose_orders, from_planes, to_planes
 from host.staff import Row, Staff
 from host.stafffile import decode_png, encode_png
-from protocol import rowtransform, staffranges
+from protocol import rowtransform
 from protocol.errors import FormatError
 
 CLIP = pathlib.Path(__file__).resolve().parent.parent / "host" / "data" / "131_03_short.bvh"
@@ -141,15 +141,7 @@ def test_dxp_is_smaller_than_d2p_on_a_real_clip_and_d2p_still_reads():
 
 
 def _tx(flat, order=8, extra=()):
-    """"tx" text of flat triples (rows since, rows back, m), valid or not, and extra bits."""
-    bits = []
-    staffranges.put_code(bits, len(flat) // 3)
-    staffranges.put_code(bits, order)
-    for i in range(0, len(flat), 3):
-        staffranges.put_code(bits, flat[i])
-        staffranges.put_code(bits, flat[i + 1] - 1)
-        staffranges.put_code(bits, staffranges.zig(flat[i + 2]), order)
-    return staffranges.bits_text(bits + list(extra))
+    return rowtransform.flat_text(flat, order, extra)
 
 
 def _with_header(data, edit):
