@@ -62,16 +62,19 @@ def _predicted(ms, xs):
     return ((np.asarray(ms, np.int64)[..., None] * xs).sum(axis=-2) + (1 << (SHIFT - 1))) >> SHIFT
 
 
-def choose_orders(codes, missing=None):
+def choose_orders(codes, missing=None, D=None):
     """Per row: 0..3, or -1 for a row of code 0 throughout (none missing), of least estimated
     cost, a change of order from the row before costing CHANGE_BITS (the header's "to" is
     deflated: a run is nearly free, each change a few bytes) and a row left out saving
-    SKIP_BITS; row 0 is kept when every row would be left out (an image has a row)."""
+    SKIP_BITS; row 0 is kept when every row would be left out (an image has a row). D: the
+    differences of each order (_diff), on the frames to judge by (default: all)."""
     c = np.asarray(codes)
     K = c.shape[0]
     m = np.zeros(c.shape, bool) if missing is None else np.asarray(missing, bool)
+    if D is None:
+        D = [_diff(c, n) for n in range(MAX_ORDER + 1)]
     # cost[s, k] of row k in state s = order 0..3, then 4 = left out: sum over frames of log2(1 + z)
-    cost = np.concatenate([np.stack([np.log2(1.0 + _zigzag_diff(c, n)).sum(axis=1) for n in range(MAX_ORDER + 1)]),
+    cost = np.concatenate([np.stack([np.log2(1.0 + _zigzag(d)).sum(axis=1) for d in D]),
                            np.full((1, K), np.inf)])
     skip = ~(c != 0).any(axis=1) & ~m.any(axis=1)
     cost[MAX_ORDER + 1, skip] = -SKIP_BITS
@@ -98,10 +101,10 @@ def choose(codes, missing=None):
     row, order and multiplier whose prediction costs least, kept when it saves more than
     REF_COST_BITS."""
     c = np.asarray(codes)
-    orders = choose_orders(c, missing)
     F = c.shape[1]
     cols = np.unique(np.linspace(0, F - 1, min(F, CHOOSE_FRAMES)).astype(int)) if F else np.zeros(0, int)
     D = [_diff(c, n)[:, cols] for n in range(MAX_ORDER + 1)]
+    orders = choose_orders(c, missing, D)
     # the cost of each row's own differences at each order: sum of log2(1 + z)
     own = np.stack([np.log2(1.0 + _zigzag(d)).sum(axis=1) for d in D])
     refs = []
