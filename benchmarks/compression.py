@@ -158,16 +158,20 @@ ones. The header is the compact version 3 (BVH hierarchy instead of the derived 
 row names, ranges as a base64 bit stream on a binary grid, protocol/staffranges.py). "fit" (ranges fitted per channel) and "skel" (the skeleton's
 dof limits, 1.41 deg steps) are the other --ranges choices. The bound is conservative: the
 end-effector error measured by forward kinematics is typically several times smaller. The
-16-bit rows are written as convert writes them: the codes' second differences in byte planes
-(`--transform d2p`, the 16-bit default; 8-bit staffs keep the codes as pixels)."""
+16-bit rows are written as convert writes them: the codes' differences in byte planes, each
+row's order chosen, rows that never move left out, rows predicted from earlier rows
+(`--transform dxp`, the 16-bit default; 8-bit staffs keep the codes as pixels)."""
 
 ACL_READING = """Three ways of choosing the steps, the same 16-bit PNG writer: 16-bit staffs hold the
-codes' second differences in byte planes by default (`--transform d2p`, protocol/rowtransform.py;
-the column "pixels = codes" is the same staff written with `--transform none`). The measured
-bound (host/budget_measured.py) starts from the chain allocation scaled up while the measured
-error stays within E, then coarsens rows one grid step at a time in order of error added per bit
-saved, and checks the decoded clip by forward kinematics; it holds on this clip, every frame,
-at every joint and ACL's points 3 cm along each bone's axes. The chain bound holds for any pose."""
+codes' differences in byte planes by default (`--transform dxp`, protocol/rowtransform.py: each
+row's order of difference 0-3, rows that never move left out, rows predicted from up to two
+earlier rows; the column "pixels = codes" is the same staff written with `--transform none`).
+The measured bound (host/budget_measured.py) starts from the chain allocation scaled up while
+the measured error stays within E, coarsens rows one grid step at a time in order of error
+added per bit saved, then exchanges (host/budget_exchange.py: a row coarser where a finer one
+pays for it), and checks the decoded clip by forward kinematics; it holds on this clip, every
+frame, at every joint and ACL's points 3 cm along each bone's axes. The chain bound holds for
+any pose."""
 
 ACL_CITE = ("ACL 2.1.0 on the whole CMU database at 24 fps: 21.77 : 1 against raw (10 float32 per bone per sample), "
             "error 3 cm from every bone: 99th percentile 0.0089 cm, max 0.0495 cm, threshold 0.01 cm. Source: "
@@ -336,7 +340,7 @@ def main(argv=None):
     parts = ["# Staff compression benchmark", "",
              "Output of `.venv/bin/python benchmarks/compression.py%s` (%s, effort %d: %s)." % (
                  " --quick" if args.quick else "", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), effort,
-                 "zopfli below 256 KiB" if effort >= 2 else "zlib -9 filtered"),
+                 "zopfli below 256 KiB, 15 iterations below 64 KiB" if effort >= 2 else "zlib -9 filtered"),
              "Real recordings: the CMU clips (120 fps; 05_20-daz and 05_20-mb are one CMU take in two rigs) and",
              "the Bandai-Namco clips (30 fps) in ../shared/data/bvh. Ratios are gzip -9 BVH bytes over the other",
              "file's bytes (bigger is better); the PNG includes its header (the zTXt chunk, also listed). Pillow",

@@ -15,6 +15,8 @@ joint and ACL's virtual points (3 cm along each bone's axes, host/fkerror.py), e
    2^(1/8)); the rows are tried in order of error added (sum of squares over every point) per
    bit saved (sum over frames of log2(1 + |second difference| / step)) and each is kept if the
    largest error stays within E; passes repeat until none is kept.
+3. Exchange (host/budget_exchange.py): a row one grid step coarser where another row, whose
+   chain covers every point that then goes over E, takes a finer one and the pair saves bits.
 
 The errors are added through the Jacobian of the points (linear in the decoding errors, which
 are below 1e-3 rad: the second-order term is below 1e-4 mm on the CMU clips), then checked by
@@ -26,6 +28,7 @@ chain allocation, `bound="chain"`, keeps the guarantee for any pose).
 import numpy as np
 
 from host import budget
+from host.budget_exchange import exchange
 from host.fkerror import SHELL_MM, jacobian_values, point_errors_mm, point_jacobian
 from host.staff import decode, encode
 from protocol import staffranges
@@ -126,7 +129,20 @@ def _allocate_on(sk, staff, vs, max_error_mm, bits, shell_mm):
         if hi_s / lo_s < 1.02:
             break
     # 2. row by row
-    return _greedy(vs, lo_v, hi_v, span, np.array(steps, dtype=np.float64), bits, J, e_mm, errors, sk.nlinks)
+    steps = _greedy(vs, lo_v, hi_v, span, np.array(steps, dtype=np.float64), bits, J, e_mm, errors, sk.nlinks)
+    # 3. a row coarser where another, finer, pays for it (host/budget_exchange.py)
+    d2 = [np.diff(vs[k], 2) if vs.shape[1] > 2 else np.zeros(1) for k in range(K)]
+    now = np.array(steps, dtype=np.float64)
+
+    def bits_at(k, s):
+        # the greedy's estimate, and a bit a frame for a row that is coded at all
+        return _bits_proxy(d2[k], s) + (0.0 if s >= 1.5 * span[k] else 1.0)
+
+    def take(k, s):
+        now[k] = s
+
+    return exchange(steps, span, bits, J, e_mm, lambda k, s: _row_error(vs[k], lo_v[k], hi_v[k], s, bits)[2],
+                    lambda k, s: bits_at(k, now[k]) - bits_at(k, s), take, total)
 
 
 def _total(J, errs, frames, links):

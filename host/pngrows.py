@@ -32,8 +32,9 @@ def _entropy_bits(row):
     return -float((p * np.log2(p)).sum()) * row.size
 
 
-def filter_rows(raw, bpp, choose=True):
-    """Filtered scanlines (a filter-type byte, then the row) for rows of raw (rows, rowbytes)."""
+def filter_rows(raw, bpp, choose=True, fixed=1):
+    """Filtered scanlines (a filter-type byte, then the row) for rows of raw (rows, rowbytes):
+    each row's filter chosen, or (choose=False) filter `fixed` on every row (0 None, 1 Sub)."""
     raw = np.ascontiguousarray(raw, dtype=np.uint8)
     out = []
     prev = np.zeros(raw.shape[1], np.uint8)
@@ -42,6 +43,9 @@ def filter_rows(raw, bpp, choose=True):
             cands = [(c & 0xFF).astype(np.uint8) for c in _candidates(raw[r], prev, bpp)]
             k = int(np.argmin([_entropy_bits(c) for c in cands]))
             row = cands[k].tobytes()
+        elif fixed == 0:
+            k = 0
+            row = raw[r].tobytes()
         else:
             k = 1
             row = ((raw[r].astype(np.int16) - np.concatenate([np.zeros(bpp, np.int16), raw[r, :-bpp]])) & 0xFF

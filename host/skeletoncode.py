@@ -3,8 +3,9 @@
     from host.skeletoncode import encode_skeleton, decode_skeleton, dof_rows
     code = encode_skeleton(human_model())      # {"body": "human48", "mass_kg": 75, "height_m": 1.75, "sha": "7d48fbb1"}
     sk = decode_skeleton(code)                 # FormatError if no known body has that hash
-    code = encode_skeleton(bvh_skeleton)       # {"bvh": [[name, parent, [x, y, z], "XYZzxy"], ...], ...}
+    code = encode_skeleton(bvh_skeleton)       # {"bvhs": "Hips 0 XYZzyx 0 0 0;Chest 1 zyx 0 5.2 0;...", ...}
     sk = decode_skeleton(code, values)         # the dof ranges come from the decoded values
+    is_bvh(code)                               # True: a BVH hierarchy (limits from the motion)
 
 Three forms, smallest first:
 - built-in bodies (BODIES: the human model of device/body/human.py, fixed or floating) are
@@ -16,7 +17,11 @@ Three forms, smallest first:
 - a skeleton derived from a BVH hierarchy (host/bvhskeleton.py) is stored as that hierarchy:
   joint names, parents, offsets in the file's units (6 significant digits, what a BVH file
   prints) and channels ("X".."Z" positions, "x".."z" rotations); masses, inertias and dof limits
-  are derived again on reading (limits from the decoded motion), as on import.
+  are derived again on reading (limits from the decoded motion), as on import. Written as one
+  string, "bvhs": per joint "name back channels x y z [end site x y z]...", joints separated by
+  ";", back = rows up to the parent (0 for the root), channels "." when there are none (65-80
+  bytes fewer than the JSON list "bvh" on the CMU clips' headers, which files written before
+  hold and which is still read and still written when a name has a space or ";").
 - any other skeleton: its JSON with the loader's defaults left out and numbers rounded to 6
   significant digits (micrometres on a metre).
 """
@@ -163,6 +168,47 @@ def _features_from(sk, items, where):
     return out
 
 
+def is_bvh(code):
+    """True when a skeleton code is a BVH hierarchy ("bvh" list or "bvhs" string)."""
+    return code is not None and ("bvh" in code or "bvhs" in code)
+
+
+def _num(x):
+    # a number as JSON writes it (repr of the float, an int as an int): float(text) == x
+    return json.dumps(x)
+
+
+def _bvh_text(items):
+    """The "bvhs" string of "bvh" items, or None when a name holds a space or ";"."""
+    out = []
+    for i, (name, parent, off, ch, *ends) in enumerate(items):
+        if not name or any(c.isspace() or c == ";" for c in name):
+            return None
+        out.append(" ".join([name, str(i - parent if parent >= 0 else 0), ch or "."]
+                            + [_num(x) for x in off] + [_num(x) for e in ends for x in e]))
+    return ";".join(out)
+
+
+def _bvh_items(text, where):
+    """The "bvh" items of a "bvhs" string, or FormatError."""
+    if not isinstance(text, str) or not text:
+        raise FormatError("%s: 'bvhs' must be a non-empty string of joints" % where)
+    items = []
+    for i, part in enumerate(text.split(";")):
+        f = part.split(" ")
+        try:
+            back = int(f[1])
+            nums = [float(x) for x in f[3:]]
+            ok = len(f) >= 6 and len(nums) % 3 == 0 and (back >= 1) == (i > 0) and back >= 0
+        except (ValueError, IndexError):
+            ok = False
+        if not ok:
+            raise FormatError("%s: bvhs joint %d is not 'name back channels x y z [end x y z]...'" % (where, i))
+        items.append([f[0], i - back if i else -1, nums[:3], "" if f[2] == "." else f[2]]
+                     + [nums[k:k + 3] for k in range(3, len(nums), 3)])
+    return items
+
+
 def _bvh_code(sk):
     from host.bvhskeleton import skeleton_hierarchy
 
@@ -177,7 +223,8 @@ def _bvh_code(sk):
         ch = "".join(c[0] if c.endswith("position") else c[0].lower() for c in j.channels)
         out.append([j.name, j.parent, [_short(x) for x in j.offset], ch]
                    + [[_short(x) for x in e] for e in j.end_sites])
-    return {"bvh": out, "units": units, "name": sk.name}
+    text = _bvh_text(out)
+    return {("bvh" if text is None else "bvhs"): out if text is None else text, "units": units, "name": sk.name}
 
 
 def decode_skeleton(code, values=None, where="header: skeleton"):
@@ -211,7 +258,7 @@ def decode_skeleton(code, values=None, where="header: skeleton"):
             sk = _with_features(sk, _features_from(sk, code["features"], where))
             Skeleton.from_dict(sk.to_dict(), where="%s: body %r" % (where, name))   # checks the features
         return sk
-    if "bvh" in code:
+    if is_bvh(code):
         return _from_bvh(code, values, where)
     if "json" in code:
         return Skeleton.from_dict(code["json"], where=where)
@@ -226,7 +273,7 @@ def _from_bvh(code, values, where):
     units = code.get("units")
     if units not in LENGTH_UNITS:
         raise FormatError("%s: BVH units %r are not one of %s" % (where, units, "/".join(LENGTH_UNITS)))
-    items = code.get("bvh")
+    items = code.get("bvh") if "bvh" in code else _bvh_items(code.get("bvhs"), where)
     if not isinstance(items, list) or not items:
         raise FormatError("%s: 'bvh' must be a non-empty list of joints" % where)
     joints = []

@@ -24,7 +24,7 @@ import numpy as np
 
 from host.budget_check import checked, stamp
 from host.pngrows import filter_rows, unfilter_rows
-from host.rowtransform import from_planes, to_planes
+from host.rowtransform import choose, from_planes, to_planes
 from host.staff import Staff
 from protocol import rowtransform, staffheader
 from protocol.errors import FormatError
@@ -41,11 +41,13 @@ def _chunk(kind, data):
 
 
 ZOPFLI_MAX_BYTES = 256 << 10      # zopfli (effort 2+) only below this: ~25 us a byte, 5-11% smaller
+ZOPFLI15_MAX_BYTES = 64 << 10     # 15 zopfli iterations (not 5) below this at effort 2: 0.3% smaller, +20% time
 ZLIB9_MAX_BYTES = 1 << 20         # zlib level 9 below this, 6 above (9 costs 5x for 1% there)
 
 
 def _deflate(data, effort):
-    """zlib stream of data: zopfli for small data at effort 2+, else zlib with the filtered strategy.
+    """zlib stream of data: zopfli for small data at effort 2+ (15 iterations up to 64 KiB or at
+    effort 3, else 5), else zlib with the filtered strategy.
 
     Z_FILTERED (fewer string matches, more Huffman) suits PNG-filtered rows: on an hour of 48
     rows it is as small as level 9's default strategy at a fifth of the time.
@@ -54,7 +56,7 @@ def _deflate(data, effort):
         try:
             import zopfli.zlib
 
-            return zopfli.zlib.compress(data, numiterations=15 if effort >= 3 else 5)
+            return zopfli.zlib.compress(data, numiterations=15 if effort >= 3 or len(data) <= ZOPFLI15_MAX_BYTES else 5)
         except ImportError:
             pass
     level = 6 if effort < 1 else (9 if len(data) <= ZLIB9_MAX_BYTES else 6)
@@ -70,10 +72,10 @@ def palette_rgb(name=COLOURMAP):
 
 
 def transform_for(staff, colour=False, transform="auto"):
-    """The row transform a staff is written with: "auto" is "d2p" for 16 bits (not a palette),
+    """The row transform a staff is written with: "auto" is "dxp" for 16 bits (not a palette),
     else none ("none" or None: the pixels are the codes)."""
     if transform == "auto":
-        return "d2p" if staff.bits == 16 and not colour else None
+        return "dxp" if staff.bits == 16 and not colour else None
     if transform == "none":
         return None
     rowtransform.check(transform, "transform")
@@ -83,8 +85,11 @@ def transform_for(staff, colour=False, transform="auto"):
 
 
 def encode_png(staff, colour=False, effort=2, transform="auto"):
-    """The PNG bytes of a staff (effort 0 fast .. 3 smallest); transform: "auto", None or "d2p"
-    (16 bits: the codes' second differences in byte planes, an 8-bit image of 2 x rows rows)."""
+    """The PNG bytes of a staff (effort 0 fast .. 3 smallest); transform: "auto", None, "d2p"
+    (16 bits: the codes' second differences in byte planes, an 8-bit image of 2 x rows rows) or
+    "dxp" (each row's order of difference chosen, rows that never move left out, rows predicted
+    from earlier ones; the header's "to" and "tx" name them). The planes are written with PNG filter None: the differences are the
+    prediction, and a filter over them costs (0.5% on the CMU clips)."""
     if staff.frames < 1:
         raise ValueError("a staff file needs at least one frame")
     if staff.frames * staff.nrows > MAX_PIXELS:
@@ -94,8 +99,11 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
     tr = transform_for(staff, colour, transform)
     codes, missing = staff.codes()
     depth = staff.bits
+    orders, refs = None, []
     if tr is not None:
-        codes, missing, depth = to_planes(codes), np.concatenate([missing, missing]), 8
+        orders, refs = choose(codes, missing) if tr == "dxp" else (None, [])
+        kept = missing if orders is None else missing[np.asarray(orders) >= 0]
+        codes, missing, depth = to_planes(codes, orders, refs), np.concatenate([kept, kept]), 8
     has_alpha = bool(missing.any())
     if colour and staff.bits != 8:
         raise ValueError("--colour needs an 8-bit staff (a palette holds 256 codes)")
@@ -114,8 +122,8 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
     else:
         raw = pix.astype(np.uint8)
     bpp = (2 if depth == 16 else 1) * (2 if has_alpha else 1)
-    data = filter_rows(raw, bpp, choose=effort >= 1)
-    hdr_json = header_text(staff, tr)
+    data = filter_rows(raw, bpp, choose=effort >= 1 and tr is None, fixed=1 if tr is None else 0)
+    hdr_json = header_text(staff, tr, orders, refs)
     out = [SIGNATURE,
            _chunk(b"IHDR", struct.pack(">IIBBBBB", staff.frames, codes.shape[0], depth, ctype, 0, 0, 0)),
            _chunk(b"zTXt", staffheader.KEYWORD.encode("latin-1") + b"\0\0" + _deflate(hdr_json, effort))]
@@ -126,14 +134,14 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
     return b"".join(out)
 
 
-def header_text(staff, transform=None):
+def header_text(staff, transform=None, orders=None, refs=()):
     """The staff's compact header (version 3) as UTF-8 JSON: what the zTXt chunk deflates
-    ("t": the row transform, when there is one)."""
-    from host.skeletoncode import dof_rows, encode_skeleton
+    ("t": the row transform, when there is one; "to", "tx": dxp's orders and predicted rows)."""
+    from host.skeletoncode import dof_rows, encode_skeleton, is_bvh
 
     h = staff.header()
     code = encode_skeleton(staff.skeleton)
-    if code is not None and "bvh" not in code:
+    if code is not None and not is_bvh(code):
         # the dofs as the reader will rebuild them (short JSON rounds the limits): the ranges
         # are coded against those
         from host.skeletoncode import decode_skeleton
@@ -141,12 +149,16 @@ def header_text(staff, transform=None):
         rows = dof_rows(decode_skeleton(code, None))
     else:
         rows = dof_rows(_skeleton_object(staff.skeleton))
-    if rows is not None and code is not None and "bvh" in code:
+    if rows is not None and is_bvh(code):
         # a BVH hierarchy's dof limits are derived again from the decoded motion: never "sk"
         rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
     c = staffheader.pack(h, dof_rows=rows, skeleton_code=code)
     if transform is not None:
         c["t"] = transform
+    if orders is not None:
+        c["to"] = rowtransform.orders_text(orders)
+    if refs:
+        c["tx"] = rowtransform.refs_text(refs)
     return staffheader.dumps_compact(c).encode("utf-8")
 
 
@@ -241,15 +253,16 @@ def decode_png(data, where="staff.png", skeleton_object=True):
     width, height, depth, ctype, _, _, interlace = ihdr
     if text is None:
         raise FormatError("%s: no motionstaff header (PNG text chunk %r)" % (where, staffheader.KEYWORD))
-    h, sk_code, tr = _header(text, where)
+    h, sk_code, tr, (orders, refs) = _header(text, where)
     if width * height > MAX_PIXELS:
         raise FormatError("%s: %d x %d pixels is more than the %d this reader accepts" % (where, height, width, MAX_PIXELS))
     if tr is not None and h["bits"] != 16:
         raise FormatError("%s: header: row transform %r needs 16 bits, not %d" % (where, tr, h["bits"]))
+    stored = len(h["rows"]) if orders is None else sum(1 for o in orders if o >= 0)
     planes = 1 if tr is None else 2
-    if len(h["rows"]) * planes != height:
+    if stored * planes != height:
         raise FormatError("%s: header has %d rows%s but the image has %d" % (
-            where, len(h["rows"]), "" if tr is None else " (%d image rows with transform %s)" % (2 * len(h["rows"]), tr),
+            where, len(h["rows"]), "" if tr is None else " (%d image rows with transform %s)" % (2 * stored, tr),
             height))
     if h["frames"] != width:
         raise FormatError("%s: header says %d frames but the image has %d columns" % (where, h["frames"], width))
@@ -263,17 +276,23 @@ def decode_png(data, where="staff.png", skeleton_object=True):
         raise FormatError("%s: no image data (IDAT)" % where)
     codes, missing = _pixels(data, ctype, depth, width, height, interlace, where)
     if tr is not None:
-        n = len(h["rows"])
+        n = stored
         if (missing[:n] != missing[n:]).any():
             raise FormatError("%s: the byte planes of transform %s disagree on which values are missing" % (where, tr))
-        codes, missing = from_planes(codes), missing[:n]
+        codes = from_planes(codes, orders, width, refs)
+        if orders is None:
+            missing = missing[:n]
+        else:
+            full = np.zeros((len(orders), width), bool)
+            full[np.asarray(orders) >= 0] = missing[:n]
+            missing = full
     sk = h.get("skeleton")
     if sk_code is not None:
-        from host.skeletoncode import decode_skeleton
+        from host.skeletoncode import decode_skeleton, is_bvh
         from host.staff import decode as decode_codes
 
         values = None
-        if "bvh" in sk_code:
+        if is_bvh(sk_code):
             values = decode_codes(codes, [r["lo"] for r in h["rows"]], [r["hi"] for r in h["rows"]], h["bits"], missing)
         sk = decode_skeleton(sk_code, values, where="%s: header: skeleton" % where)
         if not skeleton_object:
@@ -292,22 +311,36 @@ def decode_png(data, where="staff.png", skeleton_object=True):
 
 
 def _header(text, where):
-    """(expanded header, skeleton code or None, row transform or None) of a staff file's header
-    text (version 1, 2 or 3)."""
+    """(expanded header, skeleton code or None, row transform or None, (dxp's orders or None,
+    its predicted rows)) of a staff file's header text (version 1, 2 or 3)."""
     c = staffheader.parse(text, where="%s: header" % where)
     tr = rowtransform.check(c.get("t"), "%s: header" % where)
     if c.get("version") not in staffheader.COMPACT_READ:
-        return staffheader.unpack(c, where="%s: header" % where), None, tr
+        h = staffheader.unpack(c, where="%s: header" % where)
+        return h, None, tr, _orders(c, tr, h, where)
     code = c.get("sk")
     rows = None
     if code is not None:
-        from host.skeletoncode import decode_skeleton, dof_rows
+        from host.skeletoncode import decode_skeleton, dof_rows, is_bvh
 
         # names, units and wrap first (a BVH hierarchy's limits come with the decoded motion)
         rows = dof_rows(decode_skeleton(code, None, where="%s: header: skeleton" % where))
-        if "bvh" in code:
+        if is_bvh(code):
             rows = [r[:3] + (float("nan"), float("nan")) for r in rows]
-    return staffheader.unpack(c, rows, where="%s: header" % where), code, tr
+    h = staffheader.unpack(c, rows, where="%s: header" % where)
+    return h, code, tr, _orders(c, tr, h, where)
+
+
+def _orders(c, tr, h, where):
+    """(dxp's orders per row ("to"), its predicted rows ("tx")), (None, []) for other
+    transforms; FormatError when they are bad or stand without dxp."""
+    if tr != "dxp":
+        for key, what in (("to", "row orders"), ("tx", "predicted rows")):
+            if key in c:
+                raise FormatError("%s: header: '%s' (%s) without the row transform dxp" % (where, key, what))
+        return None, []
+    orders = rowtransform.parse_orders(c.get("to"), len(h["rows"]), "%s: header" % where)
+    return orders, rowtransform.parse_refs(c.get("tx"), orders, "%s: header" % where)
 
 
 def _pixels(data, ctype, depth, width, height, interlace, where):

@@ -196,7 +196,12 @@ def pack(los, his, top, ref=None):
                 n = _cost(rows, mode, ok, on)
                 if best is None or n < best[0]:
                     best = (n, mode, ok, on)
-    bits = _write(rows, best[1], best[2], best[3])
+    return bits_text(_write(rows, best[1], best[2], best[3]))
+
+
+def bits_text(bits):
+    """The base64 text of a list of 0/1 ints, 0-padded to a multiple of 6 (no "=")."""
+    bits = list(bits)
     while len(bits) % 6:
         bits.append(0)
     out = []
@@ -208,21 +213,41 @@ def pack(los, his, top, ref=None):
     return "".join(out)
 
 
-class _Reader:
-    def __init__(self, text, where):
+def put_code(bits, u, order=0):
+    """Exp-Golomb of order `order` of u >= 0 appended to bits (the codes "r" is made of)."""
+    _put(bits, u, order)
+
+
+def zig(v):
+    """A signed number as the non-negative one Exp-Golomb codes: 2v (v >= 0), -2v - 1."""
+    return _zig(v)
+
+
+def unzig(u):
+    return _unzig(u)
+
+
+class BitReader:
+    """Exp-Golomb codes from base64 text (a header key's: FormatError names key)."""
+
+    def __init__(self, text, where, key="r"):
         self.where = where
+        self.key = key
         self.bits = []
         for ch in text:
             v = _B64.find(ch)
             if v < 0:
-                raise FormatError("%s: 'r' holds %r, not base64" % (where, ch))
+                raise FormatError("%s: '%s' holds %r, not base64" % (where, key, ch))
             for i in range(5, -1, -1):
                 self.bits.append((v >> i) & 1)
         self.pos = 0
 
+    def _short(self):
+        raise FormatError("%s: '%s' ends inside a row (truncated)" % (self.where, self.key))
+
     def bit(self):
         if self.pos >= len(self.bits):
-            raise FormatError("%s: 'r' ends inside a row (truncated)" % self.where)
+            self._short()
         self.pos += 1
         return self.bits[self.pos - 1]
 
@@ -230,18 +255,18 @@ class _Reader:
         nb = 0
         while True:
             if self.pos >= len(self.bits):
-                raise FormatError("%s: 'r' ends inside a row (truncated)" % self.where)
+                self._short()
             b = self.bits[self.pos]
             self.pos += 1
             if b:
                 break
             nb += 1
             if nb > MAX_PREFIX:
-                raise FormatError("%s: 'r' holds a number too large for a range" % self.where)
+                raise FormatError("%s: '%s' holds a number too large" % (self.where, self.key))
         x = 1
         for _ in range(nb):
             if self.pos >= len(self.bits):
-                raise FormatError("%s: 'r' ends inside a row (truncated)" % self.where)
+                self._short()
             x = (x << 1) | self.bits[self.pos]
             self.pos += 1
         x -= 1
@@ -255,7 +280,7 @@ def unpack(text, n, top, ref=None, where="header"):
     rows of this encoding."""
     if not isinstance(text, str):
         raise FormatError("%s: 'r' must be a string" % where)
-    r = _Reader(text, where)
+    r = BitReader(text, where)
     mode, ok, on = r.get(), r.get(), r.get()
     if mode > 1 or ok > 8 or on > 8:
         raise FormatError("%s: 'r' does not start with a known code choice" % where)

@@ -153,7 +153,7 @@ def test_bad_transform_name_is_one_line_exit_2(capsys, tmp_path):
     bad.write_bytes(_with_header(encode_png(st8, effort=0), lambda c: c.update(t="d2p")))
     code, _, err = run(capsys, "info", bad)
     assert code == 2 and "needs 16 bits" in err and len(err.strip().splitlines()) == 1
-    bad.write_bytes(_with_header(encode_png(st_, effort=0), lambda c: c.pop("t")))
+    bad.write_bytes(_with_header(encode_png(st_, effort=0), lambda c: (c.pop("t"), c.pop("to", None))))
     code, _, err = run(capsys, "info", bad)
     assert code == 2 and "rows" in err and len(err.strip().splitlines()) == 1
 
