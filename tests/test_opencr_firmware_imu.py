@@ -211,3 +211,21 @@ def test_a_sample_that_is_not_finite_leaves_the_chip_as_it_was():
         imu.sense(t, [nan, 0.0, inf], [0.0, nan, 1.0], DT)
     r = _regs(imu)
     assert imu.runs > 0 and r[:3] == before[:3] and all(abs(v) < 32767 for v in r[:6])
+
+
+def test_a_finite_sample_too_big_for_the_filter_leaves_the_chip_as_it_was():
+    """1e308 rad/s is finite but inf in deg/s (and 1e308 g minus -1e308 g overflows): the
+    filters keep their values and the loop runs on, as for a NaN (a ValueError from round()
+    inside the twin's physics step before)."""
+    imu = fw.BoardImu((0.0, 0.0, 1.0))
+    t, _ = _run(imu, 0.1, rate_dps=(10.0, 0.0, 0.0), up=(0.0, 0.0, 1.0))
+    before = _regs(imu)
+    runs = imu.runs
+    for k in range(10):
+        t += DT
+        imu.sense(t, [1e308, 0.0, -1e308], [0.0, 1e308, 1.0], DT)
+    t += DT
+    imu.sense(t, [math.radians(10.0), 0.0, 0.0], [0.0, -1e308, 1.0], DT)
+    r = _regs(imu)
+    assert imu.runs > runs and r[:3] == before[:3]
+    assert all(math.isfinite(v) for v in imu.gyro_f + imu.acc_f)

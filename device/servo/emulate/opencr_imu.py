@@ -54,6 +54,11 @@ def _int16(v):
     return max(-32768, min(32767, int(v)))
 
 
+def _adc(v):
+    """The chip's output: rounded, saturated at int16 (a value past 2^1023 too: no OverflowError)."""
+    return int(round(max(-32768.0, min(32767.0, v))))
+
+
 def _cdiv(a, b):
     """C's int division: truncated toward zero."""
     q = abs(a) // b
@@ -123,7 +128,7 @@ class BoardImu:
         self.acc_f = [float(v) for v in up]           # the chip's filtered specific force, g
         self.hist = [[0] * FILTER_NUM for _ in range(3)]
         self.gyro = [0, 0, 0]                         # the registers' gyro (mean, dead band)
-        self.acc = [_int16(round(v * ACC_LSB_PER_G)) for v in up]
+        self.acc = [_adc(v * ACC_LSB_PER_G) for v in up]
         self.t_last = None                            # the loop's last run
         self.due = None                               # its next, on the 5 ms grid
         self.runs = 0
@@ -133,15 +138,19 @@ class BoardImu:
     def sense(self, t_s, rate_rad_s, force_g, dt_s):
         """One physics step of dt_s ending at t_s: the chip filters the body's rate and force
         (board axes); the firmware's loop runs if 5 ms have passed since its last run. A
-        sample that is not finite (a body whose physics blew up) leaves the chip's filters as
-        they were: the registers never hold a NaN's garbage, the loop still runs."""
-        finite = all(v == v and abs(v) != float("inf") for v in list(rate_rad_s) + list(force_g))
+        sample that is not finite, or whose filtered value is not (1e308 rad/s is inf deg/s; a
+        body whose physics blew up), leaves the chip's filters as they were: the registers
+        never hold a NaN's garbage, the loop still runs."""
         # y += (1 - e^(-dt/tau)) (x - y): a first-order lag of the DLPF's delay
         kg = 1.0 - math.exp(-dt_s / GYRO_DELAY_S)
         ka = 1.0 - math.exp(-dt_s / ACC_DELAY_S)
-        for k in range(3 if finite else 0):
-            self.gyro_f[k] += kg * (math.degrees(rate_rad_s[k]) - self.gyro_f[k])
-            self.acc_f[k] += ka * (force_g[k] - self.acc_f[k])
+        try:
+            g = [y + kg * (math.degrees(x) - y) for x, y in zip(rate_rad_s, self.gyro_f)]
+            a = [y + ka * (x - y) for x, y in zip(force_g, self.acc_f)]
+        except (TypeError, ValueError, OverflowError):
+            g = a = None
+        if g is not None and all(abs(v) < float("inf") for v in g + a):
+            self.gyro_f, self.acc_f = g, a
         if self.t_last is None:
             self.t_last, self.due = t_s, t_s + UPDATE_S
         elif t_s >= self.due - 1e-9:
@@ -157,13 +166,13 @@ class BoardImu:
         acc = []
         for k in range(3):
             # raw = the chip's rounding of the filtered value (int16)
-            raw_g = _int16(round(self.gyro_f[k] * GYRO_LSB_PER_DPS))
+            raw_g = _adc(self.gyro_f[k] * GYRO_LSB_PER_DPS)
             h = self.hist[k]
             h[2], h[1], h[0] = h[1], h[0], raw_g
             # mean of the last 3 (int division), |mean| <= 3 -> 0
             m = _cdiv(h[0] + h[1] + h[2], FILTER_NUM)
             self.gyro[k] = 0 if abs(m) <= GYRO_DEADBAND_LSB else m
-            acc.append(_int16(round((self.acc_f[k] + self.rng.gauss(0.0, ACC_NOISE_G)) * ACC_LSB_PER_G)))
+            acc.append(_adc((self.acc_f[k] + self.rng.gauss(0.0, ACC_NOISE_G)) * ACC_LSB_PER_G))
         self.acc = acc
         # the filter: gx = gyroADC x gRes deg/s, a = accADC (normalised inside)
         self.q = madgwick_imu(self.q, [v * GRES_DPS for v in self.gyro], [float(v) for v in acc], dt_s)
