@@ -229,3 +229,22 @@ def test_a_finite_sample_too_big_for_the_filter_leaves_the_chip_as_it_was():
     r = _regs(imu)
     assert imu.runs > runs and r[:3] == before[:3]
     assert all(math.isfinite(v) for v in imu.gyro_f + imu.acc_f)
+
+
+def test_a_stub_body_that_is_not_finite_leaves_the_registers_as_they_were():
+    """A body without attach_sensor sampled at the read: a NaN or inf sample is answered with
+    the registers of the last good one (a ValueError out of the emulator's feed before)."""
+    from device.servo.emulate.opencr import OpenCRBoard
+
+    class Stub:
+        up = (0.0, 0.0, 1.0)
+
+        def imu(self):
+            return self.up, (0.0, 0.0, 0.0)
+    body = Stub()
+    b = OpenCRBoard(body=body)
+    good = b.run(200, dx.READ, struct.pack("<HH", 32, 16))
+    for bad in ((float("nan"), 0.0, 1.0), (0.0, float("inf"), 1.0), (1e308, 0.0, -1e308)):
+        body.up = bad
+        r = b.run(200, dx.READ, struct.pack("<HH", 32, 16))
+        assert r == good

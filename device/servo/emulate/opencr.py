@@ -75,8 +75,11 @@ class OpenCRBoard:
             up, rate = self.body.imu()
             force = getattr(self.body, "specific_force_g", None)
             acc = force() if force is not None else up
-        self.table[opencr.GYRO_X:opencr.GYRO_X + opencr.BLOCK] = opencr.encode(
-            [float(v) for v in up], [float(v) for v in rate], [float(v) for v in acc])
+        try:
+            regs = opencr.encode([float(v) for v in up], [float(v) for v in rate], [float(v) for v in acc])
+        except (ValueError, OverflowError):
+            return          # a sample that is not finite (NaN, inf): the registers stay as they were
+        self.table[opencr.GYRO_X:opencr.GYRO_X + opencr.BLOCK] = regs
 
     def read(self, a, n):
         """The status packet to a read of n bytes at a (a sync read's share too)."""
