@@ -248,3 +248,27 @@ def test_a_stub_body_that_is_not_finite_leaves_the_registers_as_they_were():
         body.up = bad
         r = b.run(200, dx.READ, struct.pack("<HH", 32, 16))
         assert r == good
+
+
+def test_a_clocked_body_without_an_accelerometer_model_reads_1_g_along_its_up():
+    """attach_sensor without specific_force_g: the chip sees 1 g along the body's up vector
+    (an AttributeError inside the body's physics step before)."""
+    from device.servo.emulate.opencr import OpenCRBoard
+
+    class Clocked:
+        time_s, dt_s = 0.0, DT
+        up = (0.0, math.sin(math.radians(10)), math.cos(math.radians(10)))
+
+        def imu(self):
+            return self.up, (0.0, 0.0, 0.0)
+
+        def attach_sensor(self, fn):
+            self.fn = fn
+    body = Clocked()
+    b = OpenCRBoard(body=body)
+    for _ in range(100):
+        body.time_s += DT
+        body.fn(body)
+    assert b.imu.runs == 39
+    up, rate, acc = opencr.decode(b.read(32, 16)[9:25])
+    assert acc == pytest.approx(body.up, abs=0.02) and up == pytest.approx(body.up, abs=0.01)
