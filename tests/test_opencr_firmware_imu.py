@@ -272,3 +272,11 @@ def test_a_clocked_body_without_an_accelerometer_model_reads_1_g_along_its_up():
     assert b.imu.runs == 39
     up, rate, acc = opencr.decode(b.read(32, 16)[9:25])
     assert acc == pytest.approx(body.up, abs=0.02) and up == pytest.approx(body.up, abs=0.01)
+
+
+def test_a_board_powered_up_on_a_body_that_is_not_finite_starts_level():
+    """A body whose physics blew up before the emulator was made (its up NaN): the board
+    starts level and reads level (a ValueError from round(NaN) at construction before)."""
+    for up in ((float("nan"), 0.0, 1.0), (0.0, float("inf"), 1.0)):
+        imu = fw.BoardImu(up)
+        assert _regs(imu)[3:] == (0, 0, 16384, 0, 0, 0)

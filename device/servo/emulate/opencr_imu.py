@@ -122,6 +122,9 @@ class BoardImu:
     """The chip and the firmware's IMU loop, in the board's axes, on the body's clock."""
 
     def __init__(self, up=(0.0, 0.0, 1.0), seed=0):
+        up = [float(v) for v in up]
+        if not all(math.isfinite(v) for v in up):
+            up = [0.0, 0.0, 1.0]        # a body not finite at power-up: the chip starts level
         self.q = quat_from_tilt(up)
         self.rng = random.Random(seed)
         self.gyro_f = [0.0, 0.0, 0.0]                 # the chip's filtered rate, deg/s
