@@ -12,9 +12,11 @@ filters, the 200 Hz loop, the gyro's 3-sample mean and dead band, Madgwick's rol
 yaw that drifts): a body that has attach_sensor (host/physics/twin.py) calls the board on every
 physics step with its torso's rate (body.imu(), with the twin's seeded noise) and specific force
 (body.specific_force_g(); a body without it: 1 g along its up vector), and a read gets what
-the board's last 5 ms loop left there (0-5 ms old). A body without attach_sensor (a test's stub) is sampled at the read and quantised as the
-board quantises (device/servo/opencr.py encode), yaw 0. Without a body the board stands still
-and level. A read past the table is answered with a Data Length error, as the firmware.
+the board's last 5 ms loop left there (0-5 ms old). A body without attach_sensor (a test's
+stub) is sampled at the read and quantised as the board quantises (device/servo/opencr.py
+encode), yaw 0; a sample that is not finite leaves the registers as they were. Without a
+body the board stands still and level. A read past the table is answered with a Data Length
+error, as the firmware.
 """
 
 import struct

@@ -26,9 +26,19 @@ dxl_node_op3.cpp) makes it so:
   asks for a calibration (IMU Control), which no motionstaff path does. Yaw = getYaw() - 180 =
   the filter's yaw, integrated from the gyro alone: it drifts, as on the robot.
 All in the board's own axes (the board sits half a turn about z in the OP3's body: the caller
-turns body vectors into board vectors, device/servo/opencr.py MOUNT). Power-up: the firmware
-calibrates the gyro (512 samples at rest) while the filter settles; this starts from that
-settled state (the filter's attitude = the body's tilt at power-up, yaw 0).
+turns body vectors into board vectors, device/servo/opencr.py MOUNT). Power-up: IMU.begin()
+(in setup(), before the bus is opened) calibrates the gyro over 512 loop runs (2.56 s) and the
+filter does not run meanwhile (computeIMU skips updateIMU while calibratingG > 0): a board
+just booted answers level (q = 1, 0, 0, 0) and turns to the tilt at 2 beta rad/s at most.
+This starts as a board powered up earlier in this pose: settled (the filter's attitude = the
+body's tilt, yaw 0), answering from the first read.
+Not modelled (each makes the twin kinder than a real board; measured, CMU 131_03 live replay,
+tools/replay_live.py: a zero-g offset of +-60 mg x, y and +-80 mg z, the data sheet's
+tolerance, still stands, pose error 18.79-18.84 deg against 18.81): the chip's zero-g offset
+(60 mg: the tilt read 3.4 deg off about that axis), its sensitivity (+-3 %) and cross-axis
+(+-2 %) tolerances (data sheet 3.1, 3.2, typical), the 1 kHz sample hold (up to 1 ms),
+float32 arithmetic, and IMU Control (50): a write there starts the firmware's calibrations
+(bit 3 stops the filter for 2.56 s); here it is only stored.
 Noise: the chip's acc noise, 300 ug/sqrt(Hz) over 44.8 Hz (MPU-9250 data sheet 3.2), about
 2.5 mg RMS, seeded; the gyro's noise is the body's (host/physics/twin.py Twin.imu: 0.01 rad/s
 RMS, above the chip's 0.1 deg/s).
