@@ -211,3 +211,72 @@ def test_a_sample_that_is_not_finite_leaves_the_chip_as_it_was():
         imu.sense(t, [nan, 0.0, inf], [0.0, nan, 1.0], DT)
     r = _regs(imu)
     assert imu.runs > 0 and r[:3] == before[:3] and all(abs(v) < 32767 for v in r[:6])
+
+
+def test_a_finite_sample_too_big_for_the_filter_leaves_the_chip_as_it_was():
+    """1e308 rad/s is finite but inf in deg/s (and 1e308 g minus -1e308 g overflows): the
+    filters keep their values and the loop runs on, as for a NaN (a ValueError from round()
+    inside the twin's physics step before)."""
+    imu = fw.BoardImu((0.0, 0.0, 1.0))
+    t, _ = _run(imu, 0.1, rate_dps=(10.0, 0.0, 0.0), up=(0.0, 0.0, 1.0))
+    before = _regs(imu)
+    runs = imu.runs
+    for k in range(10):
+        t += DT
+        imu.sense(t, [1e308, 0.0, -1e308], [0.0, 1e308, 1.0], DT)
+    t += DT
+    imu.sense(t, [math.radians(10.0), 0.0, 0.0], [0.0, -1e308, 1.0], DT)
+    r = _regs(imu)
+    assert imu.runs > runs and r[:3] == before[:3]
+    assert all(math.isfinite(v) for v in imu.gyro_f + imu.acc_f)
+
+
+def test_a_stub_body_that_is_not_finite_leaves_the_registers_as_they_were():
+    """A body without attach_sensor sampled at the read: a NaN or inf sample is answered with
+    the registers of the last good one (a ValueError out of the emulator's feed before)."""
+    from device.servo.emulate.opencr import OpenCRBoard
+
+    class Stub:
+        up = (0.0, 0.0, 1.0)
+
+        def imu(self):
+            return self.up, (0.0, 0.0, 0.0)
+    body = Stub()
+    b = OpenCRBoard(body=body)
+    good = b.run(200, dx.READ, struct.pack("<HH", 32, 16))
+    for bad in ((float("nan"), 0.0, 1.0), (0.0, float("inf"), 1.0), (1e308, 0.0, -1e308)):
+        body.up = bad
+        r = b.run(200, dx.READ, struct.pack("<HH", 32, 16))
+        assert r == good
+
+
+def test_a_clocked_body_without_an_accelerometer_model_reads_1_g_along_its_up():
+    """attach_sensor without specific_force_g: the chip sees 1 g along the body's up vector
+    (an AttributeError inside the body's physics step before)."""
+    from device.servo.emulate.opencr import OpenCRBoard
+
+    class Clocked:
+        time_s, dt_s = 0.0, DT
+        up = (0.0, math.sin(math.radians(10)), math.cos(math.radians(10)))
+
+        def imu(self):
+            return self.up, (0.0, 0.0, 0.0)
+
+        def attach_sensor(self, fn):
+            self.fn = fn
+    body = Clocked()
+    b = OpenCRBoard(body=body)
+    for _ in range(100):
+        body.time_s += DT
+        body.fn(body)
+    assert b.imu.runs == 39
+    up, rate, acc = opencr.decode(b.read(32, 16)[9:25])
+    assert acc == pytest.approx(body.up, abs=0.02) and up == pytest.approx(body.up, abs=0.01)
+
+
+def test_a_board_powered_up_on_a_body_that_is_not_finite_starts_level():
+    """A body whose physics blew up before the emulator was made (its up NaN): the board
+    starts level and reads level (a ValueError from round(NaN) at construction before)."""
+    for up in ((float("nan"), 0.0, 1.0), (0.0, float("inf"), 1.0)):
+        imu = fw.BoardImu(up)
+        assert _regs(imu)[3:] == (0, 0, 16384, 0, 0, 0)

@@ -12,8 +12,9 @@ The live link carries the person's joint angles. With mapping="pose" (the defaul
 bridge hands each decoded frame to host.retarget.live.LiveRetargeter (pose retargeting with
 balance, frame by frame) and the player gets the servos' angles; on a robot with a bus IMU
 (the OP3's OpenCR board) the bridge reads it on the same driver and bus, as on the robot, and
-the emulator's board answers with what the firmware would hold (imu=False: no feedback); mapping="human" copies rows
-joint for joint with the description's row map (on a humanoid: what that does to balance).
+the emulator's board answers with what the firmware would hold (imu=False: no feedback; a
+robot whose description names no bus IMU gets none either); mapping="human" copies rows joint
+for joint with the description's row map (on a humanoid: what that does to balance).
 
     end = TwinEnd("op3-dynamixel", clock, mapping="human")    # the row copy
 """

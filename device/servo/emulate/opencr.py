@@ -11,10 +11,12 @@ The IMU registers are the firmware's, not the body's now (emulate/opencr_imu.py:
 filters, the 200 Hz loop, the gyro's 3-sample mean and dead band, Madgwick's roll, pitch and a
 yaw that drifts): a body that has attach_sensor (host/physics/twin.py) calls the board on every
 physics step with its torso's rate (body.imu(), with the twin's seeded noise) and specific force
-(body.specific_force_g()), and a read gets what the board's last 5 ms loop left there (0-5 ms
-old). A body without attach_sensor (a test's stub) is sampled at the read and quantised as the
-board quantises (device/servo/opencr.py encode), yaw 0. Without a body the board stands still
-and level. A read past the table is answered with a Data Length error, as the firmware.
+(body.specific_force_g(); a body without it: 1 g along its up vector), and a read gets what
+the board's last 5 ms loop left there (0-5 ms old). A body without attach_sensor (a test's
+stub) is sampled at the read and quantised as the board quantises (device/servo/opencr.py
+encode), yaw 0; a sample that is not finite leaves the registers as they were. Without a
+body the board stands still and level. A read past the table is answered with a Data Length
+error, as the firmware.
 """
 
 import struct
@@ -56,8 +58,11 @@ class OpenCRBoard:
 
     def _on_step(self, body):
         """Every physics step: the chip sees the torso's rate and specific force (board axes)."""
-        _, rate = body.imu()
-        self.imu.sense(body.time_s, _board(rate), _board(body.specific_force_g()), body.dt_s)
+        up, rate = body.imu()
+        # a body without an accelerometer model: 1 g along its up vector (as sense())
+        force = getattr(body, "specific_force_g", None)
+        acc = force() if force is not None else up
+        self.imu.sense(body.time_s, _board(rate), _board(acc), body.dt_s)
         if self.imu.runs != self._runs:
             self._runs = self.imu.runs
             # the firmware's loop copies the IMU into the table after each run
@@ -75,8 +80,11 @@ class OpenCRBoard:
             up, rate = self.body.imu()
             force = getattr(self.body, "specific_force_g", None)
             acc = force() if force is not None else up
-        self.table[opencr.GYRO_X:opencr.GYRO_X + opencr.BLOCK] = opencr.encode(
-            [float(v) for v in up], [float(v) for v in rate], [float(v) for v in acc])
+        try:
+            regs = opencr.encode([float(v) for v in up], [float(v) for v in rate], [float(v) for v in acc])
+        except (ValueError, OverflowError):
+            return          # a sample that is not finite (NaN, inf): the registers stay as they were
+        self.table[opencr.GYRO_X:opencr.GYRO_X + opencr.BLOCK] = regs
 
     def read(self, a, n):
         """The status packet to a read of n bytes at a (a sync read's share too)."""

@@ -26,9 +26,19 @@ dxl_node_op3.cpp) makes it so:
   asks for a calibration (IMU Control), which no motionstaff path does. Yaw = getYaw() - 180 =
   the filter's yaw, integrated from the gyro alone: it drifts, as on the robot.
 All in the board's own axes (the board sits half a turn about z in the OP3's body: the caller
-turns body vectors into board vectors, device/servo/opencr.py MOUNT). Power-up: the firmware
-calibrates the gyro (512 samples at rest) while the filter settles; this starts from that
-settled state (the filter's attitude = the body's tilt at power-up, yaw 0).
+turns body vectors into board vectors, device/servo/opencr.py MOUNT). Power-up: IMU.begin()
+(in setup(), before the bus is opened) calibrates the gyro over 512 loop runs (2.56 s) and the
+filter does not run meanwhile (computeIMU skips updateIMU while calibratingG > 0): a board
+just booted answers level (q = 1, 0, 0, 0) and turns to the tilt at 2 beta rad/s at most.
+This starts as a board powered up earlier in this pose: settled (the filter's attitude = the
+body's tilt, yaw 0), answering from the first read.
+Not modelled (each makes the twin kinder than a real board; measured, CMU 131_03 live replay,
+tools/replay_live.py: a zero-g offset of +-60 mg x, y and +-80 mg z, the data sheet's
+tolerance, still stands, pose error 18.79-18.84 deg against 18.81): the chip's zero-g offset
+(60 mg: the tilt read 3.4 deg off about that axis), its sensitivity (+-3 %) and cross-axis
+(+-2 %) tolerances (data sheet 3.1, 3.2, typical), the 1 kHz sample hold (up to 1 ms),
+float32 arithmetic, and IMU Control (50): a write there starts the firmware's calibrations
+(bit 3 stops the filter for 2.56 s); here it is only stored.
 Noise: the chip's acc noise, 300 ug/sqrt(Hz) over 44.8 Hz (MPU-9250 data sheet 3.2), about
 2.5 mg RMS, seeded; the gyro's noise is the body's (host/physics/twin.py Twin.imu: 0.01 rad/s
 RMS, above the chip's 0.1 deg/s).
@@ -52,6 +62,11 @@ ACC_NOISE_G = 300e-6 * math.sqrt(44.8 * math.pi / 2)   # noise density x sqrt(no
 
 def _int16(v):
     return max(-32768, min(32767, int(v)))
+
+
+def _adc(v):
+    """The chip's output: rounded, saturated at int16 (a value past 2^1023 too: no OverflowError)."""
+    return int(round(max(-32768.0, min(32767.0, v))))
 
 
 def _cdiv(a, b):
@@ -117,13 +132,16 @@ class BoardImu:
     """The chip and the firmware's IMU loop, in the board's axes, on the body's clock."""
 
     def __init__(self, up=(0.0, 0.0, 1.0), seed=0):
+        up = [float(v) for v in up]
+        if not all(math.isfinite(v) for v in up):
+            up = [0.0, 0.0, 1.0]        # a body not finite at power-up: the chip starts level
         self.q = quat_from_tilt(up)
         self.rng = random.Random(seed)
         self.gyro_f = [0.0, 0.0, 0.0]                 # the chip's filtered rate, deg/s
         self.acc_f = [float(v) for v in up]           # the chip's filtered specific force, g
         self.hist = [[0] * FILTER_NUM for _ in range(3)]
         self.gyro = [0, 0, 0]                         # the registers' gyro (mean, dead band)
-        self.acc = [_int16(round(v * ACC_LSB_PER_G)) for v in up]
+        self.acc = [_adc(v * ACC_LSB_PER_G) for v in up]
         self.t_last = None                            # the loop's last run
         self.due = None                               # its next, on the 5 ms grid
         self.runs = 0
@@ -133,15 +151,19 @@ class BoardImu:
     def sense(self, t_s, rate_rad_s, force_g, dt_s):
         """One physics step of dt_s ending at t_s: the chip filters the body's rate and force
         (board axes); the firmware's loop runs if 5 ms have passed since its last run. A
-        sample that is not finite (a body whose physics blew up) leaves the chip's filters as
-        they were: the registers never hold a NaN's garbage, the loop still runs."""
-        finite = all(v == v and abs(v) != float("inf") for v in list(rate_rad_s) + list(force_g))
+        sample that is not finite, or whose filtered value is not (1e308 rad/s is inf deg/s; a
+        body whose physics blew up), leaves the chip's filters as they were: the registers
+        never hold a NaN's garbage, the loop still runs."""
         # y += (1 - e^(-dt/tau)) (x - y): a first-order lag of the DLPF's delay
         kg = 1.0 - math.exp(-dt_s / GYRO_DELAY_S)
         ka = 1.0 - math.exp(-dt_s / ACC_DELAY_S)
-        for k in range(3 if finite else 0):
-            self.gyro_f[k] += kg * (math.degrees(rate_rad_s[k]) - self.gyro_f[k])
-            self.acc_f[k] += ka * (force_g[k] - self.acc_f[k])
+        try:
+            g = [y + kg * (math.degrees(x) - y) for x, y in zip(rate_rad_s, self.gyro_f)]
+            a = [y + ka * (x - y) for x, y in zip(force_g, self.acc_f)]
+        except (TypeError, ValueError, OverflowError):
+            g = a = None
+        if g is not None and all(abs(v) < float("inf") for v in g + a):
+            self.gyro_f, self.acc_f = g, a
         if self.t_last is None:
             self.t_last, self.due = t_s, t_s + UPDATE_S
         elif t_s >= self.due - 1e-9:
@@ -157,13 +179,13 @@ class BoardImu:
         acc = []
         for k in range(3):
             # raw = the chip's rounding of the filtered value (int16)
-            raw_g = _int16(round(self.gyro_f[k] * GYRO_LSB_PER_DPS))
+            raw_g = _adc(self.gyro_f[k] * GYRO_LSB_PER_DPS)
             h = self.hist[k]
             h[2], h[1], h[0] = h[1], h[0], raw_g
             # mean of the last 3 (int division), |mean| <= 3 -> 0
             m = _cdiv(h[0] + h[1] + h[2], FILTER_NUM)
             self.gyro[k] = 0 if abs(m) <= GYRO_DEADBAND_LSB else m
-            acc.append(_int16(round((self.acc_f[k] + self.rng.gauss(0.0, ACC_NOISE_G)) * ACC_LSB_PER_G)))
+            acc.append(_adc((self.acc_f[k] + self.rng.gauss(0.0, ACC_NOISE_G)) * ACC_LSB_PER_G))
         self.acc = acc
         # the filter: gx = gyroADC x gRes deg/s, a = accADC (normalised inside)
         self.q = madgwick_imu(self.q, [v * GRES_DPS for v in self.gyro], [float(v) for v in acc], dt_s)
