@@ -10,7 +10,7 @@ from device.body.human import human_model
 from host.retarget import live
 from host.retarget.live import LiveRetargeter
 from host.retarget.robotmodel import robot_body
-from host.retarget.stabilise import AnkleStabiliser
+from host.retarget.stabilise import ROLL_SHARE_DEG, AnkleStabiliser
 
 BOTH = {"l": True, "r": True}
 
@@ -30,6 +30,7 @@ def test_with_both_feet_down_the_roll_goes_to_the_foot_the_body_leans_over(op3):
     body, q = op3
     st, both = AnkleStabiliser(body), AnkleStabiliser(body, roll_share_deg=0)
     # leaning 3 deg to the robot's left (+y), the plan upright: the left foot takes the roll
+    assert 0 < ROLL_SHARE_DEG < 3.0
     a = np.radians(3.0)
     g = (0.0, -np.sin(a), np.cos(a))
     one, two = _roll(body, st, q, g), _roll(body, both, q, g)
@@ -38,10 +39,11 @@ def test_with_both_feet_down_the_roll_goes_to_the_foot_the_body_leans_over(op3):
     # and to the right: the right foot
     one = _roll(body, st, q, (0.0, np.sin(a), np.cos(a)))
     assert abs(one["r"]) > 0.5 and one["l"] == 0.0
-    # within ROLL_SHARE_DEG of upright the feet share it: 0.5 +- lean / 2 deg
+    # within ROLL_SHARE_DEG of upright the feet share it: 0.5 +- lean / (2 ROLL_SHARE_DEG)
     b = np.radians(0.5)
+    f = 0.5 + 0.5 / (2.0 * ROLL_SHARE_DEG)
     one, two = _roll(body, st, q, (0.0, -np.sin(b), np.cos(b))), _roll(body, both, q, (0.0, -np.sin(b), np.cos(b)))
-    assert one["l"] == pytest.approx(0.75 * two["l"], rel=1e-2) and one["r"] == pytest.approx(0.25 * two["r"], rel=1e-2)
+    assert one["l"] == pytest.approx(f * two["l"], rel=1e-2) and one["r"] == pytest.approx((1 - f) * two["r"], rel=1e-2)
     # the pitch rows are the same either way, and one foot down is as before
     g = (np.sin(a), 0.0, np.cos(a))
     np.testing.assert_allclose(st.correct(q, g, (0, 0, 0), BOTH), both.correct(q, g, (0, 0, 0), BOTH), atol=1e-12)

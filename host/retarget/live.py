@@ -53,6 +53,11 @@ LIFT_COMMIT_S = 0.3
 # lunge 0.2 m forward dropped the hips over the stance knee (05_20-mb fell at 9.6 s)
 SWING_REACH_M = 0.05
 SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
+# the ankle feedback's tilt gain live (stabilise.KP, 0.8, on the staff path and here until
+# 2026-12-03); with the host's tilt and the roll share at 2 deg, benchmarks/robot_live.py IMU
+# column: 0.7 mean slip 6.08 -> 5.81 mm, 15 -> 16 of 26 over 5 mm, no falls (at ROLL_SHARE_DEG 1:
+# 6.20 -> 5.92, 17 -> 16; KD 0.14 instead: 6.43, 16)
+LIVE_KP = 0.7
 # on one foot the standing leg's pitch joints (hip, knee, ankle) move at most this fast: a
 # person's one-legged crouch at full speed (05_20-daz at 8.6-9.1 s: the knee 0 -> 59 deg in
 # 0.5 s) left the loaded knee 27 deg behind and the torso 15 deg ahead of the plan (it fell as the
@@ -115,7 +120,7 @@ class LiveRetargeter:
         self.attitude = None         # the host's tilt estimate, from a bus IMU's gyro and acc
         if self.imu is not None:
             from host.retarget.stabilise import AnkleStabiliser
-            self.stabiliser = AnkleStabiliser(body)
+            self.stabiliser = AnkleStabiliser(body, kp=LIVE_KP)
         self.D = {k: _Now() for k in body.spec["segments"]}
         self.D = {k: v for k, v in self.D.items() if k in segment_directions(hp, [k])}
         self._swing = {"l": _Now(False), "r": _Now(False)}

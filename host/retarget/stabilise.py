@@ -35,16 +35,18 @@ against delta) tipped the twin over within 1 s.
 
 import numpy as np
 
-KP = 0.8              # of the tilt error turned back at the ankles
+KP = 0.8              # of the tilt error turned back at the ankles (live: live.LIVE_KP)
 KD_S = 0.12           # rate gain, seconds (1 / w0 of the OP3 as a pendulum: 0.14 s)
 # with both feet down, the roll is turned back at the foot the body leans over, not at both: two
 # ankle roll axes a hip width apart cannot both turn a closed chain (feet, legs, pelvis), and the
 # servos pressed the soles sideways against each other. The share of a foot at lateral y (torso
 # frame) for a lean of lean_y deg: clip(0.5 + sign(y) lean_y / (2 ROLL_SHARE_DEG), 0, 1).
-# Measured (benchmarks/robot_live.py, IMU column, the board's own tilt): mean slip 9.25 -> 7.05 mm;
-# no roll at all with both feet down: 05_20-mb fell sideways in a weight shift (roll error 37 deg);
-# 0.4 of it at both feet: 2 falls; the roll at the foot the body leans away from: 05_20-mb fell
-ROLL_SHARE_DEG = 1.0
+# Measured (benchmarks/robot_live.py, IMU column, the board's own tilt, KP 0.8): at 1 deg mean slip
+# 9.25 -> 7.05 mm; with the host's tilt (host/retarget/attitude.py): 0.5 deg 6.10, 1 deg 6.20, 2 deg
+# 6.08 (15 of 26 over 5 mm, 17 at 1 deg), 3 deg 6.22; no roll at all with both feet down: 05_20-mb
+# fell sideways in a weight shift (roll error 37 deg); 0.4 of it at both feet: 2 falls; the roll at
+# the foot the body leans away from: 05_20-mb fell
+ROLL_SHARE_DEG = 2.0
 MAX_DEG = 12.0        # a correction never beyond this per ankle joint
 
 
