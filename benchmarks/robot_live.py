@@ -10,7 +10,7 @@ the product's LinkStreamer encodes the frames, host.physics.live.TwinEnd receive
 Player and limiter -> Dynamixel driver -> emulator -> OP3 twin, XM430 servo models), once with
 the IMU feedback (the twin's torso IMU as the OP3's own, host/retarget/stabilise.py) and once
 as the live balance was before it (the anchor: no IMU, LIFT_COMMIT_S 0, TRUNK_TAU_S 0, no
-SWING_REACH_M). Rows:
+SWING_REACH_M, no STANCE_PITCH_DPS). Rows:
   demo variants: CMU 131_03 (10 s, the demo's clip with ../shared) and the bundled 131_03_short
       (the demo without ../shared) as the demo's unit estimated them (tests/data/live/*_estimate.png,
       simulated IMUs and markers, 8-bit staff) and their true motion (*_truth.png); the estimate
@@ -83,12 +83,12 @@ def clips(max_s):
 def replay_before(st, seed):
     """The live balance as it was before the IMU feedback (the anchor)."""
     from host.retarget import live
-    old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M)
+    old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M, live.STANCE_PITCH_DPS)
     try:
-        live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M = 0.0, 0.0, None
+        live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M, live.STANCE_PITCH_DPS = 0.0, 0.0, None, None
         return replay(st, seed=seed, imu=False)
     finally:
-        live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M = old
+        live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M, live.STANCE_PITCH_DPS = old
 
 
 def fmt(rep):

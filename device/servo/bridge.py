@@ -20,8 +20,9 @@ command is written (None for a failsafe step).
 
     br = LinkBridge(op3, driver, retarget=make_retargeter, bus_imu=True)
     # make_retargeter(row names, imu) -> r; imu() is the robot's own IMU read on its servo bus
-    # (device/servo/opencr.py: the OP3's OpenCR board, one READ per call on this driver), or
-    # None without bus_imu; r.tick(now_s) between frames is the balance loop (poll calls it)
+    # (device/servo/opencr.py: the OP3's OpenCR board, one READ per call on this driver):
+    # (up, rate rad/s, specific force g, the bridge's clock at the read s), or None without
+    # bus_imu; r.tick(now_s) between frames is the balance loop (poll calls it)
 
 With bus_imu the IMU is the one a robot has: its board answers on the same bus as the servos,
 each read takes its bytes' time on the line (budgeted at imu_hz, the balance loop's rate:
@@ -97,12 +98,13 @@ class LinkBridge:
             self.player.bind(names, mapping)
 
     def _imu(self):
-        """The robot's IMU now, read on its bus: (up, rate rad/s) in the torso frame; a read
-        that failed raises ValueError (the retargeter's feedback skips that tick)."""
-        s = self.bus_imu.read()
+        """The robot's IMU now, read on its bus: (up, rate rad/s, specific force g) in the torso
+        frame and the clock at the read (s: the host's attitude filter integrates the gyro over
+        it); a read that failed raises ValueError (the retargeter's feedback skips that tick)."""
+        s = self.bus_imu.read(acc=True)
         if s is None:
             raise ValueError("the bus IMU did not answer")
-        return s
+        return (s[0], s[1], s[2], self.clock())
 
     def _request(self, out):
         now = self.clock()

@@ -234,9 +234,10 @@ class OpenCRImu:
         self.stats["ok"] += 1
         return s
 
-    def read(self):
+    def read(self, acc=False):
         """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or
-        None. With every > 1 the calls between reads give the last sample (no bus time)."""
+        None; with acc, (up, rate, specific force g) (host/retarget/attitude.py's input). With
+        every > 1 the calls between reads give the last sample (no bus time)."""
         self.calls += 1
         k = self.calls - 1
         if self.quiet >= QUIET_LIMIT:
@@ -248,7 +249,9 @@ class OpenCRImu:
             s = self.last
         else:
             s = self.sample()
-        return None if s is None else (s[0], s[1])
+        if s is None:
+            return None
+        return (s[0], s[1], s[2]) if acc else (s[0], s[1])
 
 
 def check_imu(robot):

@@ -21,7 +21,10 @@ robot's foot down, the weight between the feet, and is listed in `infeasible`. T
 the person's hip height through a 0.3 s first-order lag, the torso's direction through 0.2 s.
 With `imu` (the robot's own IMU: on the demo's twin its torso, host/physics/twin.py Twin.imu),
 the torso's tilt against the plan's is fed back to the standing ankles each frame
-(host/retarget/stabilise.py, the ankle strategy).
+(host/retarget/stabilise.py, the ankle strategy). A bus IMU's sample (LinkBridge: up, rate,
+acceleration, the read's time) gives the tilt through the host's own filter of the board's gyro
+and accelerometer (host/retarget/attitude.py), not the board's Madgwick roll and pitch. On one
+foot, that leg's hip, knee and ankle pitch move at most STANCE_PITCH_DPS.
 """
 
 import numpy as np
@@ -50,6 +53,16 @@ LIFT_COMMIT_S = 0.3
 # lunge 0.2 m forward dropped the hips over the stance knee (05_20-mb fell at 9.6 s)
 SWING_REACH_M = 0.05
 SWING_RAMP_S = 0.3     # a swing foot lifts (and comes back down) over this long
+# the ankle feedback's tilt gain live (stabilise.KP, 0.8, on the staff path and here until
+# 2026-12-03); with the host's tilt and the roll share at 2 deg, benchmarks/robot_live.py IMU
+# column: 0.7 mean slip 6.08 -> 5.81 mm, 15 -> 16 of 26 over 5 mm, no falls (at ROLL_SHARE_DEG 1:
+# 6.20 -> 5.92, 17 -> 16; KD 0.14 instead: 6.43, 16)
+LIVE_KP = 0.7
+# on one foot the standing leg's pitch joints (hip, knee, ankle) move at most this fast: a
+# person's one-legged crouch at full speed (05_20-daz at 8.6-9.1 s: the knee 0 -> 59 deg in
+# 0.5 s) left the loaded knee 27 deg behind and the torso 15 deg ahead of the plan (it fell as the
+# stream ended); measured 120 dps: the same fall, 60: none (benchmarks/robot_live.py); None: off
+STANCE_PITCH_DPS = 60.0
 MIN_HEIGHT = 0.7       # the hips no lower than this fraction of their standing height
 TICK_S = 0.005         # the IMU feedback between frames at most this often (the bridge's poll rate)
 TRUNK_ROLL_DEG = 25.0  # live, the torso leans sideways at most this far
@@ -104,9 +117,10 @@ class LiveRetargeter:
         # tilt against the plan's is turned back at the standing ankles (host/retarget/stabilise.py)
         self.imu = imu if self.balance else None
         self.stabiliser = None
+        self.attitude = None         # the host's tilt estimate, from a bus IMU's gyro and acc
         if self.imu is not None:
             from host.retarget.stabilise import AnkleStabiliser
-            self.stabiliser = AnkleStabiliser(body)
+            self.stabiliser = AnkleStabiliser(body, kp=LIVE_KP)
         self.D = {k: _Now() for k in body.spec["segments"]}
         self.D = {k: v for k, v in self.D.items() if k in segment_directions(hp, [k])}
         self._swing = {"l": _Now(False), "r": _Now(False)}
@@ -127,6 +141,8 @@ class LiveRetargeter:
         self._since = {"l": 0.0, "r": 0.0}
         self._lim = None
         self._plan = None
+        self._pitch_idx = {s: [self.servo_names.index(s + j) for j in ("_hip_pitch", "_knee", "_ank_pitch")
+                               if s + j in self.servo_names] for s in "lr"}
         self._tick_at = None
         self._el = {"l_foot": [], "r_foot": []}
         self._floor = None
@@ -274,11 +290,24 @@ class LiveRetargeter:
         if self._lim is None:
             from device.servo.limiter import Limiter
             self._lim = Limiter(body.servos, start_deg=list(body.home_deg))
+        if self.balance and self._plan is not None and STANCE_PITCH_DPS:
+            deg = self._stance_pitch(deg, dt)
         self._plan = np.array(self._lim.step(list(deg), 0.0 if self.frames == 0 else dt))
         out = self._stabilised()
         self._errors(out, q)
         self.frames += 1
         return out
+
+    def _stance_pitch(self, deg, dt):
+        """On one foot, its leg's pitch joints at most STANCE_PITCH_DPS from the last plan:
+        deg_j in [plan_j - v dt, plan_j + v dt]."""
+        deg = np.array(deg, float)
+        for s, other in (("l", "r"), ("r", "l")):
+            if self._swing[other].v and not self._swing[s].v:
+                for i in self._pitch_idx[s]:
+                    step = STANCE_PITCH_DPS * dt
+                    deg[i] = float(np.clip(deg[i], self._plan[i] - step, self._plan[i] + step))
+        return deg
 
     def _sag_now(self, q):
         """pose._sag's feed-forward for this frame, moved with the weight (the live counterpart
@@ -305,10 +334,19 @@ class LiveRetargeter:
         if self.stabiliser is None:
             return list(self._plan)
         try:
-            g, w = self.imu()
-        except (OSError, TypeError, ValueError):
+            s = self.imu()
+            g, w = s[0], s[1]
+        except (OSError, TypeError, ValueError, IndexError):
             # an IMU that did not answer (unplugged, None): this tick without feedback
-            g, w = (np.nan,) * 3, (np.nan,) * 3
+            s, g, w = (), (np.nan,) * 3, (np.nan,) * 3
+        if len(s) >= 4:
+            # the board's gyro and accelerometer with the read's time (the bus IMU): the tilt is
+            # the host's own estimate (host/retarget/attitude.py), not the board's Madgwick
+            if self.attitude is None:
+                from host.retarget.attitude import TiltEstimator
+                self.attitude = TiltEstimator()
+            up = self.attitude.update(s[3], g, w, s[2])
+            g = (np.nan,) * 3 if up is None else up
         dq = self.stabiliser.correct(self.q, g, w, {s: not self._swing[s].v for s in "lr"})
         return list(np.clip(self._plan + self.body.to_servo_deg(dq), self.body.lo_deg, self.body.hi_deg))
 

@@ -18,6 +18,7 @@ x_cp / h = delta + omega / w0 (w0 = sqrt(g / h)).
     delta  = g_meas x g_plan                       (small angle; torso frame; heading left out)
     r      = KP delta + KD omega_perp              the foot's turn relative to the torso
     J_rel  = R_torso^T (J_rot,foot - J_rot,torso)[:, ankle pitch, roll]
+    r_x   *= f_foot (both feet down)            the roll at the foot the body leans over
     dq     = argmin |J_rel dq - r|                 (2 joints, 3 rows: least squares)
     |dq| <= MAX_DEG per joint
     (a sample that is not one, NaN, inf, zero, None: no correction; g of any scale: its direction)
@@ -34,17 +35,28 @@ against delta) tipped the twin over within 1 s.
 
 import numpy as np
 
-KP = 0.8              # of the tilt error turned back at the ankles
+KP = 0.8              # of the tilt error turned back at the ankles (live: live.LIVE_KP)
 KD_S = 0.12           # rate gain, seconds (1 / w0 of the OP3 as a pendulum: 0.14 s)
+# with both feet down, the roll is turned back at the foot the body leans over, not at both: two
+# ankle roll axes a hip width apart cannot both turn a closed chain (feet, legs, pelvis), and the
+# servos pressed the soles sideways against each other. The share of a foot at lateral y (torso
+# frame) for a lean of lean_y deg: clip(0.5 + sign(y) lean_y / (2 ROLL_SHARE_DEG), 0, 1).
+# Measured (benchmarks/robot_live.py, IMU column, the board's own tilt, KP 0.8): at 1 deg mean slip
+# 9.25 -> 7.05 mm; with the host's tilt (host/retarget/attitude.py): 0.5 deg 6.10, 1 deg 6.20, 2 deg
+# 6.08 (15 of 26 over 5 mm, 17 at 1 deg), 3 deg 6.22; no roll at all with both feet down: 05_20-mb
+# fell sideways in a weight shift (roll error 37 deg); 0.4 of it at both feet: 2 falls; the roll at
+# the foot the body leans away from: 05_20-mb fell
+ROLL_SHARE_DEG = 2.0
 MAX_DEG = 12.0        # a correction never beyond this per ankle joint
 
 
 class AnkleStabiliser:
-    def __init__(self, body, kp=KP, kd_s=KD_S, max_deg=MAX_DEG):
+    def __init__(self, body, kp=KP, kd_s=KD_S, max_deg=MAX_DEG, roll_share_deg=ROLL_SHARE_DEG):
         import mujoco
         self._mj = mujoco
         self.body = body
         self.kp, self.kd_s, self.max_rad = float(kp), float(kd_s), np.radians(max_deg)
+        self.roll_share_deg = float(roll_share_deg or 0.0)     # 0: both feet take the roll
         m = body.model
         self.data = mujoco.MjData(m)
         self.torso = m.body(body.spec["torso"]).id
@@ -83,6 +95,9 @@ class AnkleStabiliser:
         delta = np.cross(g, g_plan)
         w_perp = w - np.dot(w, g) * g         # the heading's rate left out
         r = self.kp * delta + self.kd_s * w_perp
+        double = all(stance.get(k, False) for k in self.feet)
+        # lean_y = (g_plan - g)_y: which way the torso leans sideways from the plan (deg)
+        lean_y = float(np.degrees(g_plan[1] - g[1]))
         d.qpos[:] = q
         mj.mj_kinematics(m, d)
         mj.mj_comPos(m, d)
@@ -94,7 +109,13 @@ class AnkleStabiliser:
             mj.mj_jacBody(m, d, jp, jr_f, self.feet[s])
             cols = body.dadr[self.ankle[s]]
             J = R.T @ (jr_f[:, cols] - jr_t[:, cols])
-            dq = np.linalg.lstsq(J, r, rcond=None)[0]
+            rs = r
+            if double and self.roll_share_deg:
+                # the foot's side y in the torso frame; its share of the roll (x) row
+                y = float((R.T @ (d.xpos[self.feet[s]] - d.xpos[self.torso]))[1])
+                f = float(np.clip(0.5 + np.sign(y) * lean_y / (2.0 * self.roll_share_deg), 0.0, 1.0))
+                rs = r * np.array([f, 1.0, 1.0])
+            dq = np.linalg.lstsq(J, rs, rcond=None)[0]
             out[self.ankle[s]] = np.clip(dq, -self.max_rad, self.max_rad)
         self.last = {"delta_deg": np.degrees(delta), "dq_deg": np.degrees(out)}
         return out
