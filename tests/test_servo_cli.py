@@ -93,17 +93,23 @@ def test_ctrl_c_leaves_robot_in_failsafe(tmp_path):
     with PtyServer(emu) as srv:
         p = subprocess.Popen([sys.executable, "-m", "host.cli", "play", str(CLIP), "--port", srv.path,
                               "--robot", "op3-dynamixel", "--loop", "--no-progress", "--mapping", "cmu"],
-                             cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             # (Ctrl-C's default, whatever the test runner's worker inherited)
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        started = False
         try:
             # (generous timeouts: on 2 loaded cores the player's start took over a minute once)
-            assert emu.wait_for(lambda e: e.commands > 20 * 40, 180.0)
+            started = emu.wait_for(lambda e: e.commands > 20 * 40, 180.0)
         finally:
             p.send_signal(signal.SIGINT)
             try:
                 out, err = p.communicate(timeout=120)
             except subprocess.TimeoutExpired:
                 p.kill()
-                raise
+                out, err = p.communicate()
+                raise AssertionError("play did not exit after SIGINT (started %s, %d commands): %s / %s"
+                                     % (started, emu.commands, out[-500:], err[-2000:]))
+        assert started, (emu.commands, out[-500:], err[-2000:])
         assert p.returncode == 130, err
         assert "interrupted" in out and "failsafe: torque_off" in out
         assert emu.wait_for(lambda e: all(v is None for v in e.positions.values()), 5.0)
