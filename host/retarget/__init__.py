@@ -5,6 +5,7 @@
     res = retarget_to_robot(staff, "op3-dynamixel", balance=True)   # by pose (host/retarget/pose.py)
 """
 
+import host.physics  # noqa: F401  (MUJOCO_GL's headless default before the IK loads mujoco)
 from host.retarget.mapping import Mapping, JointMap, load_mapping, mapping_from_dict
 from host.retarget.retarget import Report, load_body, retarget
 from host.retarget.pose import retarget_to_robot
