@@ -70,3 +70,16 @@ def test_bad_reads_keep_the_state_and_a_gap_or_a_step_back_starts_again():
     assert up == (0.0, 0.0, 1.0) and est.stats["resets"] == 3
     assert est.stats["bad"] == 4
     assert TAU_S == 2.0
+
+
+def test_a_rate_beyond_the_gyros_range_is_not_a_reading():
+    # one read of 1e6 rad/s (no gyro reads past 2000 deg/s): before, the estimate turned 90 deg
+    # and its lead pointed it upside down (-z); now that read is None and the state is kept
+    est = TiltEstimator()
+    z = (0.0, 0.0, 1.0)
+    assert est.update(0.0, z, (0, 0, 0), z) == z
+    assert est.update(DT, z, (1e6, 0, 0), z) is None
+    assert est.update(2 * DT, z, (0, 0, 0), z) == z
+    # the board's largest reading (int16 at 16.4 LSB per deg/s) still is one
+    assert est.update(3 * DT, z, (math.radians(32767 / 16.4), 0, 0), z) is not None
+    assert est.stats["bad"] == 1

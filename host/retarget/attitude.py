@@ -22,7 +22,7 @@ On a real board the gyro's bias after the firmware's power-up calibration drifts
     e    <- e + (dt / TAU_S) (a / |a| - e)  the accelerometer's slow pull
     up    = (e + LEAD_S (e x w)) / |.|
 
-Bad input: a read that is missing or not finite in its rate is None (no estimate that tick; the
+Bad input: a read that is missing, not finite in its rate or beyond MAX_RATE_RAD_S is None (no estimate that tick; the
 state is kept and the next read integrates over the gap); a bad accelerometer (non-finite, zero)
 integrates the gyro alone; the first read, a gap over MAX_GAP_S or a clock that steps back start
 again from the board's own up (or the accelerometer's if that is bad).
@@ -33,6 +33,9 @@ import math
 TAU_S = 2.0          # the accelerometer's pull, time constant
 LEAD_S = 0.010       # the tilt led along the rate by this long (the gyro path's lag)
 MAX_GAP_S = 0.1      # a longer gap between reads starts again from the board's up
+# a rate beyond any gyro's full scale (the OpenCR's MPU9250 at +-2000 deg/s reads at most 1998)
+# is not a reading: one tick of 1e6 rad/s turned the estimate 90 deg (its lead upside down)
+MAX_RATE_RAD_S = math.radians(2000.0)
 
 
 def _unit(v):
@@ -73,6 +76,8 @@ class TiltEstimator:
             t = float(t_s)
         except (TypeError, ValueError):
             t = float("nan")
+        if w is not None and max(abs(c) for c in w) > MAX_RATE_RAD_S:
+            w = None
         if w is None or not math.isfinite(t):
             self.stats["bad"] += 1
             return None
