@@ -83,3 +83,15 @@ def test_a_rate_beyond_the_gyros_range_is_not_a_reading():
     # the board's largest reading (int16 at 16.4 LSB per deg/s) still is one
     assert est.update(3 * DT, z, (math.radians(32767 / 16.4), 0, 0), z) is not None
     assert est.stats["bad"] == 1
+
+
+def test_a_huge_integer_is_bad_input_not_an_overflow():
+    # float(10 ** 400) raises OverflowError: before, update raised it (a tick without feedback
+    # through LinkBridge, a frame that raised through LiveRetargeter.step); now it is bad input
+    est = TiltEstimator()
+    z = (0.0, 0.0, 1.0)
+    assert est.update(10 ** 400, z, (0, 0, 0), z) is None
+    assert est.update(0.0, z, (10 ** 400, 0, 0), z) is None
+    assert est.update(0.0, (10 ** 400, 0, 1), (0, 0, 0), (10 ** 400, 0, 1)) is None
+    assert est.update(DT, z, (0, 0, 0), (10 ** 400, 0, 1)) == z       # the gyro alone
+    assert est.stats["bad"] == 3 and est.stats["gyro_only"] == 1

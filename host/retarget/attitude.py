@@ -42,7 +42,7 @@ def _unit(v):
     """v / |v| as a tuple, or None (not three finite numbers, or zero)."""
     try:
         x, y, z = (float(c) for c in v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     n = math.sqrt(x * x + y * y + z * z)
     if not (n > 1e-9 and math.isfinite(n)):
@@ -53,7 +53,7 @@ def _unit(v):
 def _finite3(v):
     try:
         x, y, z = (float(c) for c in v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return (x, y, z) if all(math.isfinite(c) for c in (x, y, z)) else None
 
@@ -74,7 +74,7 @@ class TiltEstimator:
         w = _finite3(rate_rad_s)
         try:
             t = float(t_s)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             t = float("nan")
         if w is not None and max(abs(c) for c in w) > MAX_RATE_RAD_S:
             w = None
