@@ -95,3 +95,17 @@ def test_a_huge_integer_is_bad_input_not_an_overflow():
     assert est.update(0.0, (10 ** 400, 0, 1), (0, 0, 0), (10 ** 400, 0, 1)) is None
     assert est.update(DT, z, (0, 0, 0), (10 ** 400, 0, 1)) == z       # the gyro alone
     assert est.stats["bad"] == 3 and est.stats["gyro_only"] == 1
+
+
+def test_a_finite_vector_of_any_scale_is_its_direction():
+    # |v|^2 of (0, 1e200, 1e200) overflows to inf: before, the board's up and the accelerometer
+    # were both "bad" (no estimate at all); now they are the 45 deg tilt they point along
+    est = TiltEstimator()
+    big = (0.0, 1e200, 1e200)
+    up = est.update(0.0, big, (0, 0, 0), big)
+    assert up is not None and abs(up[1] - math.sqrt(0.5)) < 1e-12 and abs(up[2] - math.sqrt(0.5)) < 1e-12
+    up = est.update(DT, (0, 0, 1.0), (0, 0, 0), big)
+    assert est.stats["gyro_only"] == 0 and abs(up[1] - math.sqrt(0.5)) < 1e-12
+    # and a vector shorter than 1e-9 is still a zero one (the gyro alone)
+    est.update(2 * DT, (0, 0, 1.0), (0, 0, 0), (0.0, 1e-300, 1e-300))
+    assert est.stats["gyro_only"] == 1 and est.stats["bad"] == 0

@@ -45,6 +45,12 @@ def _unit(v):
     except (TypeError, ValueError, OverflowError):
         return None
     n = math.sqrt(x * x + y * y + z * z)
+    m = max(abs(x), abs(y), abs(z))
+    if n == math.inf and math.isfinite(m):
+        # |v| = m |v / m| (m the largest entry): a finite v of any scale is a direction, as the
+        # ankle stabiliser takes g (1e200 g overflowed |v|^2 and read as a bad sample)
+        x, y, z = x / m, y / m, z / m
+        n = math.sqrt(x * x + y * y + z * z)
     if not (n > 1e-9 and math.isfinite(n)):
         return None
     return (x / n, y / n, z / n)
