@@ -117,3 +117,31 @@ def test_on_one_foot_its_leg_pitch_joints_move_at_most_stance_pitch_dps():
     assert step.max() <= live.STANCE_PITCH_DPS / 30.0 + 1e-9
     # the knee does bend, at the limit's pace
     assert step[:, 1].max() == pytest.approx(live.STANCE_PITCH_DPS / 30.0, abs=1e-6)
+
+
+def test_the_roll_share_takes_the_side_from_the_other_foot_not_the_torso(op3):
+    """A torso rolled 10 deg on its hips (the legs hanging plumb) has both feet on its left:
+    before, a lean one way turned both ankle rolls and the other way neither (no roll feedback
+    at all); now the foot the body leans over takes it, as with the torso between the feet."""
+    import mujoco
+    body, home = op3
+    st = AnkleStabiliser(body)
+    names = list(body.servo_names)
+    th, a = np.radians(10.0), np.radians(3.0)
+    q = home.copy()
+    q[3:7] = [np.cos(th / 2), np.sin(th / 2), 0.0, 0.0]
+    for s in "lr":
+        q[body.qadr[names.index(s + "_hip_roll")]] -= th
+    st.data.qpos[:] = q
+    mujoco.mj_kinematics(body.model, st.data)
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, q[3:7])
+    R = R.reshape(3, 3)
+    y = {s: (R.T @ (st.data.xpos[st.feet[s]] - st.data.xpos[st.torso]))[1] for s in "lr"}
+    assert y["l"] > 0 and y["r"] > 0                       # both feet on the torso's left
+    for sgn, side in ((1, "l"), (-1, "r")):
+        # the plan's up, tilted a further 3 deg sideways (+y lean: sgn 1)
+        g = R[2, :] + sgn * np.array([0.0, -np.sin(a), 0.0])
+        roll = _roll(body, st, q, g / np.linalg.norm(g))
+        other = "r" if side == "l" else "l"
+        assert abs(roll[side]) > 0.5 and roll[other] == 0.0, (sgn, roll)

@@ -40,7 +40,7 @@ KD_S = 0.12           # rate gain, seconds (1 / w0 of the OP3 as a pendulum: 0.1
 # with both feet down, the roll is turned back at the foot the body leans over, not at both: two
 # ankle roll axes a hip width apart cannot both turn a closed chain (feet, legs, pelvis), and the
 # servos pressed the soles sideways against each other. The share of a foot at lateral y (torso
-# frame) for a lean of lean_y deg: clip(0.5 + sign(y) lean_y / (2 ROLL_SHARE_DEG), 0, 1).
+# frame, from the other foot) for a lean of lean_y deg: clip(0.5 + sign(y) lean_y / (2 ROLL_SHARE_DEG), 0, 1).
 # Measured (benchmarks/robot_live.py, IMU column, the board's own tilt, KP 0.8): at 1 deg mean slip
 # 9.25 -> 7.05 mm; with the host's tilt (host/retarget/attitude.py): 0.5 deg 6.10, 1 deg 6.20, 2 deg
 # 6.08 (15 of 26 over 5 mm, 17 at 1 deg), 3 deg 6.22; no roll at all with both feet down: 05_20-mb
@@ -111,8 +111,11 @@ class AnkleStabiliser:
             J = R.T @ (jr_f[:, cols] - jr_t[:, cols])
             rs = r
             if double and self.roll_share_deg:
-                # the foot's side y in the torso frame; its share of the roll (x) row
-                y = float((R.T @ (d.xpos[self.feet[s]] - d.xpos[self.torso]))[1])
+                # the foot's side y in the torso frame, against the other foot (not the torso's
+                # origin: a torso rolled ~10 deg on its hips, or shifted over one foot, has both
+                # feet on one side of it, and the roll went to both ankles or to neither)
+                o = [k for k in self.feet if k != s][0]
+                y = float((R.T @ (d.xpos[self.feet[s]] - d.xpos[self.feet[o]]))[1])
                 f = float(np.clip(0.5 + np.sign(y) * lean_y / (2.0 * self.roll_share_deg), 0.0, 1.0))
                 rs = r * np.array([f, 1.0, 1.0])
             dq = np.linalg.lstsq(J, rs, rcond=None)[0]
