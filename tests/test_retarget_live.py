@@ -94,9 +94,9 @@ def test_the_demos_estimate_that_tipped_the_old_live_balance_stands():
     from tools.replay_live import noisy
     est = read_motion(os.path.join(DATA, "131_03_estimate.png"))
     rep = replay(est, max_s=8.0)
-    assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.21 mm)
+    assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.30 mm; 5.21 with the roll share's side from the torso)
     rep = replay(noisy(est, 1, seed=3), max_s=8.0)
-    assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.06 mm)
+    assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.26 mm; 5.06 before)
     old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M, live.STANCE_PITCH_DPS)
     try:
         live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M, live.STANCE_PITCH_DPS = 0.0, 0.0, None, None
