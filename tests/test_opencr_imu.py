@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from device.servo import dynamixel as dx
 from device.servo import opencr
-from device.servo.base import Driver
+
 from device.servo.emulate.dynamixel import DynamixelEmulator
 
 H = bytes.fromhex
@@ -57,7 +57,7 @@ class _EmuPort(_Port):
 
 
 def _imu(port, **kw):
-    return opencr.OpenCRImu(Driver(port), **kw)
+    return opencr.OpenCRImu(dx.Dynamixel(port), **kw)
 
 
 def test_the_read_request_is_byte_exact_with_the_crc_of_the_emanual_examples():

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from device.servo import dynamixel as dx
 from device.servo import opencr
-from device.servo.base import Driver
+
 from tests.test_opencr_imu import _Port
 
 
@@ -29,7 +29,7 @@ def _reply(pitch_rad=0.0, sid=200):
 
 
 def _imu(port, **kw):
-    return opencr.OpenCRImu(Driver(port), **kw)
+    return opencr.OpenCRImu(dx.Dynamixel(port), **kw)
 
 
 def test_with_every_n_a_failed_read_does_not_hand_on_the_last_good_sample():
@@ -92,7 +92,7 @@ def test_the_most_stuffed_reply_still_fits_the_length_bound():
     # params FF FF FD x 5 + FF: five stuffed FD, the longest reply the board can send
     regs = b"\xff\xff\xfd" * 5 + b"\xff"
     reply = dx.status(200, 0, regs)
-    assert len(reply) == opencr.REPLY_BYTES + 5 and reply[5] == opencr.LEN_MAX
+    assert len(reply) == opencr.REPLY_BYTES + 5 and reply[5] == dx.status_len_max(opencr.BLOCK)
     imu = _imu(_Port([reply]))
     assert imu.sample() is not None and imu.stats["ok"] == 1
 
@@ -161,7 +161,7 @@ class _Chunky(_Port):
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.binary(max_size=opencr.HUNT_MAX - 3).filter(lambda j: dx.HEADER not in j),
+@given(st.binary(max_size=(16 + opencr.BLOCK) - 3).filter(lambda j: dx.HEADER not in j),
        st.lists(st.integers(1, 9), max_size=20), st.floats(-1.0, 1.0))
 def test_any_junk_before_a_reply_split_anyhow_reads_the_reply(junk, chunks, pitch):
     imu = _imu(_Chunky([junk + _reply(pitch)], chunks))
@@ -183,3 +183,17 @@ def test_a_board_that_answers_only_a_fragment_backs_off_like_a_silent_one():
     # a whole reply (even a bad one: no timeout waited) ends the quiet
     port.replies = [_reply()] * 5
     assert imu.read() is not None and imu.quiet == 0                 # call 101: the probe
+
+
+def test_the_servos_present_position_read_shares_the_status_reader():
+    """The header hunt, the length bound and passing over other ids live in the Dynamixel
+    driver (read_status), not in the IMU's reader alone: a stray byte before a servo's
+    Present Position reply and another servo's late status ahead of it no longer lose the read
+    (read_exact(15) then parse took neither), and a UART without reset_input_buffer is flushed."""
+    import struct
+    pos = dx.status(3, 0, struct.pack("<i", 2100))
+    drv = dx.Dynamixel(_Port([b"\x00" + dx.status(7, 0, struct.pack("<i", 5)) + pos]))
+    assert drv.read_position(3) == 2100
+    uart = _Uart([pos], has_any=True)
+    uart.p.rx = b"\xff\x07"                                   # a late tail left waiting
+    assert dx.Dynamixel(uart).read_position(3) == 2100

@@ -125,6 +125,28 @@ def parse_status(data):
     return data[i + 4], data[i + 8], params, end
 
 
+def header_at(buf):
+    """Where a header can begin in buf: where it is, else where a tail of buf that may begin
+    one starts (FF, FF FF, FF FF FD), else len(buf)."""
+    i = buf.find(HEADER)
+    if i >= 0:
+        return i
+    for k in (3, 2, 1):
+        if buf[len(buf) - k:] == HEADER[:k]:
+            return len(buf) - k
+    return len(buf)
+
+
+def status_len_max(nparams):
+    """A status packet's length field at most for nparams bytes of data: 0x55, error, params,
+    CRC 2, and a stuffed FD after each FF FF FD the error and params can hold (a longer one is
+    corrupt: not waited for)."""
+    return 4 + nparams + (1 + nparams) // 3
+
+
+OTHERS_MAX = 2                      # other ids' status packets passed over before the one asked
+
+
 class Dynamixel(Driver):
     NAME = "dynamixel"
     UNITS = "units"
@@ -164,11 +186,69 @@ class Dynamixel(Driver):
         self.write(sync_write(BUS_WATCHDOG, 1, [(i, units) for i in self.ids]))
         return True
 
+    def flush_input(self):
+        """Drop what waits in the port before a request (a reply come after its timeout would
+        be read as the next one's), or OSError: a port error here is one like any other
+        (pyserial's PortNotOpenError is an OSError, but an unplugged tty's tcflush raises
+        termios.error, which is not)."""
+        port = self.port
+        try:
+            if hasattr(port, "reset_input_buffer"):
+                port.reset_input_buffer()
+            elif hasattr(port, "any"):
+                # a MicroPython UART has no reset_input_buffer: the bytes any() says wait, read
+                for _ in range(4):
+                    n = port.any()
+                    if not n or not port.read(n):
+                        break
+        except OSError:
+            raise
+        except Exception as e:
+            raise OSError("servo port: input flush failed: %s" % e)
+
+    def _reply(self, nparams):
+        """One status packet's bytes, and whether they all came: the header hunted for as the
+        vendor SDK's rxPacket hunts (the bytes before it dropped, a reply's worth at most: a
+        stray byte as the bus turns round, a late reply's tail), then its head (7 bytes) says
+        how many follow (a stuffed reply is longer)."""
+        hunt_max = 16 + nparams
+        head = self.read_exact(7)
+        dropped = 0
+        while len(head) == 7 and head[:4] != HEADER:
+            i = header_at(head)
+            dropped += i
+            if dropped > hunt_max:
+                return head, False
+            head = head[i:] + self.read_exact(i)
+        if len(head) < 7:
+            return head, False
+        n = head[5] | (head[6] << 8)
+        rest = self.read_exact(n) if 4 <= n <= status_len_max(nparams) else b""
+        return head + rest, len(rest) == n
+
+    def read_status(self, sid, nparams):
+        """(the bytes read, (id, error, params, used) or None) for the status of servo sid
+        carrying nparams bytes: another id's status ahead of it (a late reply on the shared
+        bus) passed over, OTHERS_MAX of them, as the vendor SDK's txRxPacket reads on until the
+        id it asked answers."""
+        seen = b""
+        r = None
+        for _ in range(1 + OTHERS_MAX):
+            data, whole = self._reply(nparams)
+            seen += data
+            r = parse_status(data) if whole else None
+            if r is None or r[0] == sid:
+                break
+        return seen, r
+
     def read_position(self, sid):
-        if hasattr(self.port, "reset_input_buffer"):
-            self.port.reset_input_buffer()
+        try:
+            self.flush_input()
+        except OSError:
+            self.stats["errors"] += 1
+            return None
         self.write(read(sid, PRESENT_POSITION, 4))
-        r = parse_status(self.read_exact(15))
+        _, r = self.read_status(sid, 4)
         if r is None or r[0] != sid or len(r[2]) != 4:
             self.stats["errors"] += 1
             return None

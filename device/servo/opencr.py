@@ -52,11 +52,6 @@ ANGLE_LSB_PER_DEG = 10.0            # roll/pitch/yaw in 0.1 deg
 GYRO_DEADBAND_LSB = 3               # IMU.cpp: |gyro| <= 3 reads 0
 MOUNT = (-1, -1, 1)                 # body_link axis = MOUNT * board axis (open_cr_module.cpp)
 REPLY_BYTES = 11 + BLOCK            # header 4, id, len 2, 0x55, error, params, CRC 2
-# the reply's length field at most: 0x55, error, params, CRC 2, and a stuffed FD after each
-# FF FF FD the error and params can hold (a longer one is corrupt: not waited for)
-LEN_MAX = REPLY_BYTES - 7 + (1 + BLOCK) // 3
-OTHERS_MAX = 2                      # other ids' status packets passed over before the board's
-HUNT_MAX = REPLY_BYTES + 5          # bytes before a reply's header dropped at most (a reply's worth)
 # the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
 # the board's own default is 0, its firmware answers from its main loop (at least as late)
 RETURN_DELAY_S = 0.0005
@@ -65,18 +60,6 @@ RETURN_DELAY_S = 0.0005
 # reply) it is asked only every PROBE_EVERY-th call (None in between)
 QUIET_LIMIT = 3
 PROBE_EVERY = 100
-
-
-def _header_at(buf):
-    """Where a header can begin in buf: where it is, else where a tail of buf that may begin
-    one starts (FF, FF FF, FF FF FD), else len(buf)."""
-    i = buf.find(dx.HEADER)
-    if i >= 0:
-        return i
-    for k in (3, 2, 1):
-        if buf[len(buf) - k:] == dx.HEADER[:k]:
-            return len(buf) - k
-    return len(buf)
 
 
 def request():
@@ -143,59 +126,6 @@ class OpenCRImu:
     def request(self):
         return dx.read(self.sid, GYRO_X, BLOCK)
 
-    def _flush(self):
-        """Drop what waits in the port before the request (a reply come after its timeout
-        would be read as this frame's), or OSError: a port error here is one like any other
-        (pyserial's PortNotOpenError is an OSError, but an unplugged tty's tcflush raises
-        termios.error, which is not)."""
-        port = self.driver.port
-        try:
-            if hasattr(port, "reset_input_buffer"):
-                port.reset_input_buffer()
-            elif hasattr(port, "any"):
-                # a MicroPython UART has no reset_input_buffer: the bytes any() says wait, read
-                for _ in range(4):
-                    n = port.any()
-                    if not n or not port.read(n):
-                        break
-        except OSError:
-            raise
-        except Exception as e:
-            raise OSError("servo port: input flush failed: %s" % e)
-
-    def _reply(self):
-        """The status packet's bytes, and whether they all came: the header hunted for as the
-        vendor SDK's rxPacket hunts (the bytes before it dropped, HUNT_MAX at most: a stray
-        byte as the bus turns round, a late reply's tail), then its head (7 bytes) says how
-        many follow (a stuffed reply is longer than REPLY_BYTES)."""
-        drv = self.driver
-        head = drv.read_exact(7)
-        dropped = 0
-        while len(head) == 7 and head[:4] != dx.HEADER:
-            i = _header_at(head)
-            dropped += i
-            if dropped > HUNT_MAX:
-                return head, False
-            head = head[i:] + drv.read_exact(i)
-        if len(head) < 7:
-            return head, False
-        n = head[5] | (head[6] << 8)
-        rest = drv.read_exact(n) if 4 <= n <= LEN_MAX else b""
-        return head + rest, len(rest) == n
-
-    def _status(self):
-        """(the bytes read, the status parsed or None): another id's status ahead of the
-        board's (a servo's late reply on the shared bus) passed over, OTHERS_MAX of them, as
-        the vendor SDK's txRxPacket reads on until the id it asked answers."""
-        seen = b""
-        for _ in range(1 + OTHERS_MAX):
-            data, whole = self._reply()
-            seen += data
-            r = dx.parse_status(data) if whole else None
-            if r is None or r[0] == self.sid:
-                break
-        return seen, r
-
     def sample(self):
         """(up, rate, acc) in the torso frame, or None (timeout, bad reply, an error bit)."""
         s = self._sample()
@@ -208,9 +138,11 @@ class OpenCRImu:
         self.stats["reads"] += 1
         waited = self.driver.stats["timeouts"]
         try:
-            self._flush()
+            # the driver's Protocol 2.0 status read (device/servo/dynamixel.py): the input
+            # flushed, the header hunted for, the length bounded, other ids passed over
+            self.driver.flush_input()
             self.driver.write(self.request())
-            data, r = self._status()
+            data, r = self.driver.read_status(self.sid, BLOCK)
         except OSError:
             self.stats["errors"] += 1
             return None
