@@ -109,3 +109,11 @@ def test_a_finite_vector_of_any_scale_is_its_direction():
     # and a vector shorter than 1e-9 is still a zero one (the gyro alone)
     est.update(2 * DT, (0, 0, 1.0), (0, 0, 0), (0.0, 1e-300, 1e-300))
     assert est.stats["gyro_only"] == 1 and est.stats["bad"] == 0
+
+
+def test_a_zero_time_constant_is_the_accelerometer_alone():
+    from host.retarget.attitude import TiltEstimator
+    est = TiltEstimator(tau_s=0.0, lead_s=0.0)
+    est.update(0.0, (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
+    up = est.update(0.01, (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), (0.0, 1.0, 1.0))
+    assert abs(up[1] - up[2]) < 1e-12 and up[0] == 0.0

@@ -105,7 +105,7 @@ class TiltEstimator:
             self.stats["gyro_only"] += 1
         else:
             # e <- e + (dt / tau) (a - e)
-            k = min(1.0, dt / self.tau_s)
+            k = 1.0 if self.tau_s <= 0 else min(1.0, dt / self.tau_s)   # (tau 0: the acc alone)
             e = tuple(e[k_] + k * (a[k_] - e[k_]) for k_ in range(3))
         self.e = _unit(e) or self.e
         self.stats["updates"] += 1

@@ -19,7 +19,7 @@ foot swings, following the person's leg, until the person lands; the weight move
 lift that has lasted LIFT_COMMIT_S (0.3 s): a lift too short for that (a dance step) keeps the
 robot's foot down, the weight between the feet, and is listed in `infeasible`. The crouch follows
 the person's hip height through a 0.3 s first-order lag, the torso's direction through 0.2 s.
-With `imu` (the robot's own IMU: on the demo's twin its torso, host/physics/twin.py Twin.imu),
+With `imu` (the robot's own IMU: on the OP3 its OpenCR board read on the servo bus, LinkBridge(bus_imu=True)),
 the torso's tilt against the plan's is fed back to the standing ankles each frame
 (host/retarget/stabilise.py, the ankle strategy). A bus IMU's sample (LinkBridge: up, rate,
 acceleration, the read's time) gives the tilt through the host's own filter of the board's gyro

@@ -48,20 +48,18 @@ import math
 import random
 import struct
 
+# the registers' scales and the dead band are the host reader's (device/servo/opencr.py cites
+# them): 16.4 LSB per deg/s (MPU9250 FSR 2000 dps), 16384 LSB per g (FSR 2 g), |gyro| <= 3 -> 0
+from device.servo.opencr import ACC_LSB_PER_G, ANGLE_LSB_PER_DEG, GYRO_DEADBAND_LSB, \
+    GYRO_LSB_PER_DPS, _int16
+
 UPDATE_S = 0.005                    # IMU.h begin(hz = 200): update_us = 1000000 / 200
-GYRO_LSB_PER_DPS = 32800 / 2000.0   # 16.4 (MPU9250 FSR 2000 dps)
-ACC_LSB_PER_G = 32768 / 2.0         # 16384 (MPU9250 FSR 2 g)
 GRES_DPS = 2000.0 / 32768.0         # IMU.cpp gRes (what the filter multiplies the gyro by)
-GYRO_DEADBAND_LSB = 3               # IMU.cpp: abs(gyroADC) <= 3 -> 0
 FILTER_NUM = 3                      # IMU.cpp: the gyro's moving mean
 BETA = 0.1                          # MadgwickAHRS.cpp betaDef
 GYRO_DELAY_S = 0.0059               # MPU-9250 register map, DLPF_CFG 3
 ACC_DELAY_S = 0.00488               # MPU-9250 register map, A_DLPFCFG 3
 ACC_NOISE_G = 300e-6 * math.sqrt(44.8 * math.pi / 2)   # noise density x sqrt(noise bandwidth)
-
-
-def _int16(v):
-    return max(-32768, min(32767, int(v)))
 
 
 def _adc(v):
@@ -195,7 +193,7 @@ class BoardImu:
     def _pack(self):
         roll, pitch, yaw = angles_deg(self.q)
         # (int16)(angle x 10): truncated toward zero
-        ang = [_int16(v * 10.0) for v in (roll, pitch, yaw)]
+        ang = [_int16(v * ANGLE_LSB_PER_DEG) for v in (roll, pitch, yaw)]
         self._regs = struct.pack("<9h", *(self.gyro + self.acc + ang))
 
     def registers(self):
