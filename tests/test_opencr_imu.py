@@ -147,6 +147,26 @@ def test_a_board_that_does_not_answer_is_none_and_then_asked_only_now_and_then()
     assert imu.stats["reads"] == opencr.QUIET_LIMIT + 1
 
 
+def test_a_timed_read_carries_the_time_of_its_sample_not_of_the_call():
+    """OpenCRImu.timed (the host's tilt filter's input, host/retarget/attitude.py): the clock
+    just after the bus read; with every=2 the call between reads gives the last sample with
+    its own time (a filter integrating the gyro over the times does not count it twice); a
+    read that failed is None and the next good one carries its own time."""
+    emu = DynamixelEmulator(ids=(1,), imu_id=200)
+    now = [0.0]
+    imu = _imu(_EmuPort(emu), every=2)
+    out = []
+    for k in range(4):
+        now[0] = 0.01 * (k + 1)
+        out.append(imu.timed(lambda: now[0]))
+    assert [s[3] for s in out] == [0.01, 0.01, 0.03, 0.03]
+    assert out[0][:3] == ((0.0, 0.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, 1.0))   # up, rate, acc
+    assert imu.stats["reads"] == 2
+    bad = _imu(_Port([_good()[:-3], _good()]))
+    assert bad.timed(lambda: 1.0) is None
+    assert bad.timed(lambda: 2.0)[3] == 2.0
+
+
 def test_the_emulated_board_answers_ping_read_and_its_share_of_a_sync_read():
     emu = DynamixelEmulator(ids=(1, 2), imu_id=200)
     pings = emu.feed(dx.ping(dx.BROADCAST))
@@ -262,6 +282,8 @@ def test_play_imu_feedback_reads_the_board_on_the_bus_every_frame(tmp_path, caps
     assert fb["imu"] == "bus" and fb["imu_every"] == 1
     assert fb["frames"] == rep["frames"] == fb["imu_reads"]["ok"] and fb["imu_missed"] == 0
     assert emu.boards[200].reads == fb["imu_reads"]["reads"]
+    # each read went through the host's tilt filter of the board's gyro and acc, not its Madgwick
+    assert fb["tilt"]["updates"] == fb["imu_reads"]["ok"] and fb["tilt"]["bad"] == 0
 
 
 def test_the_vendor_sdk_reads_the_emulated_board():

@@ -101,10 +101,10 @@ class LinkBridge:
         """The robot's IMU now, read on its bus: (up, rate rad/s, specific force g) in the torso
         frame and the clock at the read (s: the host's attitude filter integrates the gyro over
         it); a read that failed raises ValueError (the retargeter's feedback skips that tick)."""
-        s = self.bus_imu.read(acc=True)
+        s = self.bus_imu.timed(self.clock)
         if s is None:
             raise ValueError("the bus IMU did not answer")
-        return (s[0], s[1], s[2], self.clock())
+        return s
 
     def _request(self, out):
         now = self.clock()

@@ -122,6 +122,7 @@ class OpenCRImu:
         self.quiet = 0                    # reads in a row that timed out
         self.stats = {"reads": 0, "ok": 0, "timeouts": 0, "bad": 0, "errors": 0}
         self.last = None                  # the last good (up, rate, acc)
+        self.last_t = None                # the clock at its read (timed)
 
     def request(self):
         return dx.read(self.sid, GYRO_X, BLOCK)
@@ -184,6 +185,19 @@ class OpenCRImu:
         if s is None:
             return None
         return (s[0], s[1], s[2]) if acc else (s[0], s[1])
+
+    def timed(self, clock):
+        """read(acc=True) and the time of its sample, clock() just after the bus read that
+        brought it (a call between reads gives the last sample and its time, so a filter
+        integrating the gyro over the times does not count it twice): (up, rate rad/s,
+        specific force g, t_s), the host's tilt filter's input (host/retarget/attitude.py), or None."""
+        reads = self.stats["reads"]
+        s = self.read(acc=True)
+        if self.stats["reads"] != reads:
+            self.last_t = clock()
+        if s is None:
+            return None
+        return (s[0], s[1], s[2], self.last_t)
 
 
 def check_imu(robot):

@@ -15,6 +15,7 @@ known IMU is refused (one line, exit 2).
 
 import json
 import sys
+from functools import partial
 
 HELP = "play a staff on a robot through its servo controller, in real time"
 
@@ -157,7 +158,7 @@ def run(args):
         except ValueError:
             driver.close()
             raise
-        fb = StaffFeedback(res, robot.name, bus_imu.read)
+        fb = StaffFeedback(res, robot.name, partial(bus_imu.timed, player.clock))
     outs, on_frame = _stream_outputs(args, staff, driver)
     bar = None
     if not args.no_progress:

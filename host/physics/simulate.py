@@ -22,6 +22,7 @@ over wall seconds) and cpu_realtime_factor (over this process's CPU seconds).
 
 import math
 import time
+from functools import partial
 
 import numpy as np
 
@@ -180,7 +181,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         # the robot's IMU through the bus, as on the robot: the driver's READ of the board,
         # paced at the baud, the twin's IMU quantised in the board's registers
         bus_imu = imu_reader(desc, driver, played.fps)
-        fb = StaffFeedback(res, rm.name, bus_imu.read)
+        fb = StaffFeedback(res, rm.name, partial(bus_imu.timed, twin.clock))
     summary = player.play(played.values, played.fps, on_frame=on_frame, adjust=fb)
     # the last command held for settle_s: a fall right after the motion counts
     end = twin.time_s + settle_s

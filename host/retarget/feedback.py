@@ -1,8 +1,9 @@
 """The robot's own IMU fed back onto a retargeted staff while it plays (closed-loop balance).
 
     from host.retarget.feedback import StaffFeedback
-    fb = StaffFeedback(res, "op3-dynamixel", imu=bus_imu.read)   # res: pose.retarget_to_robot(...)
-    # bus_imu = device.servo.opencr.imu_reader(robot, driver, fps): the OpenCR board on the bus
+    fb = StaffFeedback(res, "op3-dynamixel", imu=partial(bus_imu.timed, player.clock))
+    # res: pose.retarget_to_robot(...); bus_imu = device.servo.opencr.imu_reader(robot, driver,
+    # fps): the OpenCR board on the bus, read with the player's clock
     player.play(res.staff.values, res.staff.fps, adjust=fb)  # each frame + the ankles' correction
 
 A staff played open loop is a plan: a one-legged pose with the other leg raised high (the
@@ -10,7 +11,9 @@ Bandai dance at 41.2 s of the person's time) is statically feasible, but the ser
 the body's dynamics drift it a little each frame, and nothing turns the drift back: the OP3
 twin tipped backwards over 1.4 s, its centre of mass moving 120 mm behind the plan's. This puts
 the live path's ankle strategy (host/retarget/stabilise.py, the IMU's tilt against the plan's
-at the standing ankles) on each frame the player sends: frame k's servo degrees become
+at the standing ankles) on each frame the player sends; as live, the tilt of a timed bus read
+(OpenCRImu.timed) is the host's estimate from the board's gyro and accelerometer
+(host/retarget/attitude.py), not the board's Madgwick. Frame k's servo degrees become
 
     deg_k + gain_k to_servo_deg(AnkleStabiliser.correct(qpos_plan[k], g_imu, w_imu, standing[k]))
 
@@ -71,6 +74,8 @@ class StaffFeedback:
         sent as planned: Player.play's summary), max_ankle_deg, and the bus IMU's reads."""
         out = {"frames": self.frames, "imu_missed": self.missed,
                "adjust_errors": summary.get("adjust_errors", 0), "max_ankle_deg": round(self.max_dq_deg, 2)}
+        if self.stabiliser.attitude is not None:
+            out["tilt"] = dict(self.stabiliser.attitude.stats)    # the host's estimate's reads
         if bus_imu is not None:
             out.update(imu="bus", imu_every=bus_imu.every, imu_reads=dict(bus_imu.stats))
         return out
@@ -81,17 +86,18 @@ class StaffFeedback:
         if not 0 <= k < self.plan.shape[0]:
             return column
         try:
-            g, w = self.imu()
-            g = np.asarray(g, float).reshape(3)
-            w = np.asarray(w, float).reshape(3)
+            sample = self.imu()
         except Exception:
-            # (whatever the IMU's driver raises: OSError, a bus error, a bug, a sample not two
-            # 3-vectors, None)
-            g = w = None
-        if g is None or not (np.all(np.isfinite(g)) and np.all(np.isfinite(w)) and np.max(np.abs(g)) > 1e-9):
-            # no usable sample (NaN, inf, a zero vector: what AnkleStabiliser.correct would not use)
+            # (whatever the IMU's driver raises: OSError, a bus error, a bug)
+            sample = None
+        # (up, rate) or a bus IMU's (up, rate, acc, t_s): then the tilt is the host's estimate
+        # of the board's gyro and accelerometer, as live (AnkleStabiliser.measure)
+        gw = self.stabiliser.measure(sample)
+        if gw is None:
+            # no usable sample (None, not two 3-vectors, NaN, inf, a zero vector)
             self.missed += 1
             return column
+        g, w = gw
         stance = {"l": bool(self.standing[0][k]), "r": bool(self.standing[1][k])}
         if stance["l"] == stance["r"]:
             # both soles down close the chain: the two ankles' turns fight and drag the soles

@@ -117,7 +117,6 @@ class LiveRetargeter:
         # tilt against the plan's is turned back at the standing ankles (host/retarget/stabilise.py)
         self.imu = imu if self.balance else None
         self.stabiliser = None
-        self.attitude = None         # the host's tilt estimate, from a bus IMU's gyro and acc
         if self.imu is not None:
             from host.retarget.stabilise import AnkleStabiliser
             self.stabiliser = AnkleStabiliser(body, kp=LIVE_KP)
@@ -335,20 +334,20 @@ class LiveRetargeter:
             return list(self._plan)
         try:
             s = self.imu()
-            g, w = s[0], s[1]
         except (OSError, TypeError, ValueError, IndexError):
             # an IMU that did not answer (unplugged, None): this tick without feedback
-            s, g, w = (), (np.nan,) * 3, (np.nan,) * 3
-        if len(s) >= 4:
-            # the board's gyro and accelerometer with the read's time (the bus IMU): the tilt is
-            # the host's own estimate (host/retarget/attitude.py), not the board's Madgwick
-            if self.attitude is None:
-                from host.retarget.attitude import TiltEstimator
-                self.attitude = TiltEstimator()
-            up = self.attitude.update(s[3], g, w, s[2])
-            g = (np.nan,) * 3 if up is None else up
+            s = None
+        # a bus IMU's read (up, rate, acc, its time): the tilt is the host's own estimate of the
+        # board's gyro and accelerometer (AnkleStabiliser.measure), not the board's Madgwick
+        gw = self.stabiliser.measure(s)
+        g, w = gw if gw is not None else ((np.nan,) * 3, (np.nan,) * 3)
         dq = self.stabiliser.correct(self.q, g, w, {s: not self._swing[s].v for s in "lr"})
         return list(np.clip(self._plan + self.body.to_servo_deg(dq), self.body.lo_deg, self.body.hi_deg))
+
+    @property
+    def attitude(self):
+        """The host's tilt estimate (TiltEstimator) of a bus IMU's gyro and acc, or None."""
+        return None if self.stabiliser is None else self.stabiliser.attitude
 
     def tick(self, now_s):
         """Between frames, the robot's own balance loop (LinkBridge.poll calls it at its rate):

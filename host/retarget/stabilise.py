@@ -1,9 +1,16 @@
-"""Feedback from the robot's own IMU onto the standing legs (the live path's ankle strategy).
+"""Feedback from the robot's own IMU onto the standing legs (the ankle strategy, live and on a staff).
 
     from host.retarget.stabilise import AnkleStabiliser
     st = AnkleStabiliser(body)                      # host.retarget.robotmodel.RobotBody (humanoid)
+    g_torso, w_torso = st.measure(sample)           # an IMU's read (below); None: no sample
     dq = st.correct(q_plan, g_torso, w_torso, stance={"l": True, "r": True})
     deg += body.to_servo_deg(dq)                    # (nservo,) model radians -> servo degrees
+
+An IMU's read is (up, rate rad/s), the board's own tilt, or (up, rate, specific force g, t_s),
+a bus IMU's registers with the read's time (device/servo/opencr.py OpenCRImu.timed): then the
+tilt is the host's estimate from the gyro and accelerometer (host/retarget/attitude.py
+TiltEstimator, one per stabiliser), not the board's Madgwick roll and pitch. Both paths read
+it so: the live one (host/retarget/live.py) and the staff's (host/retarget/feedback.py).
 
 The plan (the IK's whole-body qpos, root included) says how the torso should be tilted; the IMU
 (gravity direction and angular rate in the torso's frame, what a real OP3's board reports) says
@@ -65,6 +72,31 @@ class AnkleStabiliser:
         self.ankle = {s: [names.index(s + "_ank_pitch"), names.index(s + "_ank_roll")] for s in self.feet}
         self.last = {"delta_deg": np.zeros(3), "dq_deg": np.zeros(len(names))}
         self.invalid = 0      # IMU samples not used (non-finite, zero)
+        self.attitude = None  # the host's tilt estimate (TiltEstimator), from the first timed read
+
+    def measure(self, sample):
+        """(g, w) arrays, the torso's up and rate rad/s (torso frame) from one IMU read, or
+        None (no read, not 3-vectors, not finite, a zero up, the estimate's bad input).
+        sample: (up, rate) or (up, rate, acc_g, t_s); with the accelerometer and the read's
+        time the up is the host's estimate, the board's own only starts it."""
+        try:
+            up, w = sample[0], sample[1]
+            timed = len(sample) >= 4
+        except (TypeError, IndexError, KeyError):
+            return None
+        if timed:
+            if self.attitude is None:
+                from host.retarget.attitude import TiltEstimator
+                self.attitude = TiltEstimator()
+            up = self.attitude.update(sample[3], up, w, sample[2])
+        try:
+            g = np.asarray(up, float).reshape(3)
+            w = np.asarray(w, float).reshape(3)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(w)) and np.max(np.abs(g)) > 1e-9):
+            return None
+        return g, w
 
     def correct(self, q, g_meas, w_meas, stance):
         """(nservo,) model radians to add for the standing feet (stance: {side: bool})."""
