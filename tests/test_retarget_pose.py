@@ -103,6 +103,31 @@ def test_deep_crouch_keeps_the_knee_bent():
     assert np.max(np.abs(np.diff(knee))) <= 300 / r.staff.fps + 1e-9
 
 
+def crouch_staff(a_deg=30.0, seconds=2.0, fps=30.0):
+    """Hips and knees bent a_deg and held (the shank upright, the hips dropped to match)."""
+    t = np.arange(int(seconds * fps)) / fps
+    V = np.repeat(SK.home[:, None], t.size, axis=1).astype(float)
+    for side in "lr":
+        V[SK.dof_index(side + "_hip_flex")] = a_deg
+        V[SK.dof_index(side + "_knee_flex")] = a_deg
+    thigh_m = abs(SK.links[SK.link_index("l_shank")].offset[2])
+    V[SK.dof_index("root_tz")] -= thigh_m * (1 - np.cos(np.radians(a_deg)))
+    return human_staff(V, fps)
+
+
+def test_a_person_crouched_throughout_crouches_the_robot():
+    """The hips' height is the person's against their own leg length (thigh + shank), not
+    against the clip's own highest: a crouch held for the whole clip is a crouch (measured:
+    knee 43 deg, thighs 10 deg off, pose error 3.5 deg; against the clip's 90th percentile of
+    hip height the robot stood straight: knee 15 deg, thighs 25 deg off, pose error 6.6)."""
+    r = retarget_to_robot(crouch_staff(30.0), "op3-dynamixel", balance=True)
+    lead = int(round(r.lead_in_s * r.staff.fps))
+    knee = r.staff.values[r.staff.row_index("r_knee"), lead:]
+    assert np.median(knee) > 30.0
+    assert r.segment_error_deg["l_thigh"] < 15.0 and r.segment_error_deg["r_thigh"] < 15.0
+    assert r.pose_error_deg < 5.0
+
+
 def test_balance_keeps_op3_standing_where_the_row_copy_falls():
     """In physics, through the product path (player, driver bytes, Dynamixel emulator, MuJoCo
     twin): the squat copied joint for joint ("human" row map) falls; retargeted by pose with
