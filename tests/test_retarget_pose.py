@@ -22,19 +22,28 @@ def human_staff(values, fps=30.0):
     return Staff(values, ROWS, fps, 16, SK, {"source": "test"})
 
 
+def _knees_staff(a_deg, fps):
+    """Hip and knee pitch a_deg[k] at frame k: the shank stays upright, so the hips drop by
+    thigh * (1 - cos a) and the feet stay down."""
+    V = np.repeat(SK.home[:, None], a_deg.size, axis=1).astype(float)
+    for side in "lr":
+        V[SK.dof_index(side + "_hip_flex")] = a_deg
+        V[SK.dof_index(side + "_knee_flex")] = a_deg
+    thigh_m = abs(SK.links[SK.link_index("l_shank")].offset[2])
+    V[SK.dof_index("root_tz")] -= thigh_m * (1 - np.cos(np.radians(a_deg)))
+    return human_staff(V, fps)
+
+
 def squat_staff(seconds=3.0, fps=30.0):
     """Hip and knee pitch +-20 deg at 1 Hz (around 20 deg): the issue's motion that tips the
     OP3 over when copied joint for joint."""
     t = np.arange(int(seconds * fps)) / fps
-    V = np.repeat(SK.home[:, None], t.size, axis=1).astype(float)
-    a = 20 * np.sin(2 * np.pi * t) + 20
-    for side in "lr":
-        V[SK.dof_index(side + "_hip_flex")] = a
-        V[SK.dof_index(side + "_knee_flex")] = a
-    # the shank stays upright, so the hips drop by thigh * (1 - cos a): the feet stay down
-    thigh_m = abs(SK.links[SK.link_index("l_shank")].offset[2])
-    V[SK.dof_index("root_tz")] -= thigh_m * (1 - np.cos(np.radians(a)))
-    return human_staff(V, fps)
+    return _knees_staff(20 * np.sin(2 * np.pi * t) + 20, fps)
+
+
+def crouch_staff(a_deg=30.0, seconds=2.0, fps=30.0):
+    """Hips and knees bent a_deg and held."""
+    return _knees_staff(np.full(int(seconds * fps), float(a_deg)), fps)
 
 
 def test_names_of_every_convention():
@@ -101,18 +110,6 @@ def test_deep_crouch_keeps_the_knee_bent():
     out = np.round((r.lead_in_s + deep / s.fps * r.retimed) * r.staff.fps).astype(int)
     assert np.all(knee[out] > 100), knee[out]
     assert np.max(np.abs(np.diff(knee))) <= 300 / r.staff.fps + 1e-9
-
-
-def crouch_staff(a_deg=30.0, seconds=2.0, fps=30.0):
-    """Hips and knees bent a_deg and held (the shank upright, the hips dropped to match)."""
-    t = np.arange(int(seconds * fps)) / fps
-    V = np.repeat(SK.home[:, None], t.size, axis=1).astype(float)
-    for side in "lr":
-        V[SK.dof_index(side + "_hip_flex")] = a_deg
-        V[SK.dof_index(side + "_knee_flex")] = a_deg
-    thigh_m = abs(SK.links[SK.link_index("l_shank")].offset[2])
-    V[SK.dof_index("root_tz")] -= thigh_m * (1 - np.cos(np.radians(a_deg)))
-    return human_staff(V, fps)
 
 
 def test_a_person_crouched_throughout_crouches_the_robot():
