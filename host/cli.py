@@ -38,6 +38,7 @@ COMMANDS = {
     "orient": "host.commands.orient",
     "deploy": "host.commands.deploy",
     "import-imu": "host.commands.import_imu",
+    "follow": "host.commands.follow",
 }
 
 

@@ -40,7 +40,8 @@ class LinkBridge:
     def __init__(self, robot, driver, clock=None, mapping=None, request_s=0.1, retarget=None,
                  bus_imu=False, imu_hz=200.0):
         self.robot = robot
-        # retarget(row names, imu) -> r: r.servo_names, r.step(values, t_s)
+        # retarget(row names, imu) -> r: r.servo_names, r.step(values, t_s); None: the row map;
+        # ValueError: rows it cannot use (an unusable header)
         self.retarget = retarget
         self.retargeter = None
         self.bus_imu = None
@@ -80,15 +81,27 @@ class LinkBridge:
             self._unusable_id = h["id"]
             self.header = None
             return
+        mapping = self.mapping
+        retargeter = None
+        if self.retarget is not None:
+            # the rows are the person's: the retargeter turns each frame into the servos' angles
+            # (None: rows it leaves to the row map, e.g. the servos' own; ValueError: rows it
+            # cannot use, counted like another robot's header and never mapped)
+            try:
+                retargeter = self.retarget(names, self._imu if self.bus_imu is not None else None)
+            except ValueError:
+                self.counts["unusable_headers"] += 1
+                self._unusable_id = h["id"]
+                self.header = None
+                self.retargeter = None
+                return
+            if retargeter is not None:
+                names, mapping = retargeter.servo_names, "servo"
+        self.retargeter = retargeter
         self._unusable_id = None
         self.header = h
         self.los = [r["lo"] for r in h["rows"]]
         self.his = [r["hi"] for r in h["rows"]]
-        mapping = self.mapping
-        if self.retarget is not None:
-            # the rows are the person's: the retargeter turns each frame into the servos' angles
-            self.retargeter = self.retarget(names, self._imu if self.bus_imu is not None else None)
-            names, mapping = self.retargeter.servo_names, "servo"
         if self.player is None:
             self.started_at = self.clock()
             self.player = Player(self.robot, self.driver, row_names=names, mapping=mapping,

@@ -26,7 +26,6 @@ from host.physics.simulate import FALL_HEIGHT_FRAC, FALL_TILT_DEG, FootSlip, Run
 
 class TwinEnd:
     def __init__(self, robot_name, clock, seed=0, mapping="pose", fps=30.0, imu=True):
-        from device.servo.bridge import LinkBridge
         from device.servo.drivers import open_driver
         from device.servo.emulate import make_emulator
         from host.physics.simport import REPLY_DELAY_S, SimPort
@@ -43,22 +42,11 @@ class TwinEnd:
         self.emu = make_emulator(desc.controller, **kw)
         self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0))
         self.driver = open_driver(desc.controller, self.port, **dict(desc.options))
-        self.mapping = mapping
-        self.retargeter = None
-        retarget = None
-        if mapping == "pose":
-            from host.retarget.live import LiveRetargeter
-
-            def retarget(names, bus_imu):
-                # the robot's own IMU, read by the bridge on the servos' bus (the emulated
-                # OpenCR board: the firmware's filters, loop and Madgwick on the twin's torso)
-                self.retargeter = LiveRetargeter(robot_name, names, fps=fps, imu=bus_imu)
-                return self.retargeter
-        from host.retarget.live import TICK_S
-        self.bridge = LinkBridge(desc, self.driver, clock=clock,
-                                 mapping=None if mapping == "pose" else mapping, retarget=retarget,
-                                 bus_imu=bool(imu and mapping == "pose" and getattr(desc, "imu", None)),
-                                 imu_hz=1.0 / TICK_S)
+        from host.robot_link import open_link_end
+        # the robot end a robot's computer runs (motionstaff follow), on the twin's driver
+        self.end = open_link_end(desc, self.driver, clock, mapping=mapping, imu=imu, fps=fps)
+        self.mapping = self.end.mapping
+        self.bridge = self.end.bridge
         self.run = Run()
         self.run.robot = rm
         self.fall_s = None
@@ -68,9 +56,7 @@ class TwinEnd:
 
     def step(self, data):
         self.twin.advance_to(self.clock())          # the body moves on with the link's time
-        if data:
-            self.bridge.feed(data)
-        self.bridge.poll()
+        self.end.step(data)
 
     def sample(self):
         tw = self.twin
@@ -84,6 +70,10 @@ class TwinEnd:
         self.selfc += bool(selfc)
         if self.slip is not None and self.fall_s is None:
             self.slip.observe(feet)             # (until a fall: a body on the floor slides)
+
+    @property
+    def retargeter(self):
+        return self.end.retargeter
 
     def summary(self):
         b = self.bridge
