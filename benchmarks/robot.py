@@ -3,6 +3,7 @@
     python benchmarks/robot.py                    # every clip in ../shared/data/bvh and c3d
     python benchmarks/robot.py --max-s 6 --clips walk kick
     python benchmarks/robot.py --out docs/benchmarks/robot.txt
+    python benchmarks/robot.py --max-s 1000 --jobs 2     # whole clips, 2 clips at a time
 
 For each clip (the first --max-s seconds of the person's motion, default 3 s, so the whole set
 runs in minutes on 2 shared cores; the result is slowed down up to 4x and starts with a 1 s
@@ -153,11 +154,57 @@ def run_robot(robot_name, staff, methods):
     return out
 
 
+def _clip_task(job):
+    """One clip on both robots: (name, [(summary key, results)], its table lines, CPU s)."""
+    path, max_s = job
+    cpu0 = time.process_time()
+    name = os.path.basename(path)
+    lines, out = [], []
+    try:
+        staff = read_motion(path)
+    except Exception as e:                                   # a clip the readers refuse
+        return name, out, ["%s: cannot read (%s)" % (name, e)], time.process_time() - cpu0
+    staff = cut(staff, max_s)
+    for robot_name, methods, key in (("op3-dynamixel", ("row", "pose", "bal", "imu"), "op3"),
+                                     ("so101-feetech", ("row", "pose"), "so101")):
+        try:
+            res = run_robot(robot_name, staff, methods)
+        except Exception as e:
+            lines.append("%s on %s: %s" % (name, robot_name, e))
+            continue
+        lines.append("%s on %s (%.1f s of the clip)" % (name, robot_name, staff.duration_s))
+        for m in methods:
+            lines.extend(method_lines(m, res[m]))
+        out.append((key, res))
+    return name, out, lines, time.process_time() - cpu0
+
+
+def method_lines(m, r):
+    """A method's table row, its per-segment line and its infeasible spans."""
+    out = ["  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f %6.1f" % (
+        r["how"] if m == "row" else "", m,
+        ("yes@%.2f" % r["fall_time_s"]) if r["fell"] else "no", r["pose_error_deg"],
+        r["tracking_rms_deg"] or float("nan"), r["self_collision_frames"],
+        r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"],
+        r["realtime_factor"])]
+    if m in ("pose", "bal"):
+        out.append("  %-36s        per segment: %s" % ("", segment_line(r["segment_error_deg"])))
+    if m == "imu":
+        return out                       # (the same plan and spans as bal)
+    for a, b, why in r["infeasible"][:4]:
+        out.append("  %-36s        infeasible %.2f-%.2f s: %s" % ("", a, b, why))
+    if len(r["infeasible"]) > 4:
+        out.append("  %-36s        ... %d more spans" % ("", len(r["infeasible"]) - 4))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-s", type=float, default=3.0, help="seconds of each clip (default 3)")
     ap.add_argument("--clips", nargs="*", help="substrings of clip names to run")
     ap.add_argument("--out", help="also write the table here")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="clips run in this many processes (the table in the clips' order; default 1)")
     args = ap.parse_args(argv)
     lines = []
 
@@ -178,42 +225,30 @@ def main(argv=None):
     say(hdr)
     summary = {"op3": [], "so101": []}
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    for path in clips(args):
-        name = os.path.basename(path)
-        try:
-            staff = read_motion(path)
-        except Exception as e:                                   # a clip the readers refuse
-            say("%s: cannot read (%s)" % (name, e))
-            continue
-        staff = cut(staff, args.max_s)
-        for robot_name, methods, key in (("op3-dynamixel", ("row", "pose", "bal", "imu"), "op3"),
-                                         ("so101-feetech", ("row", "pose"), "so101")):
-            try:
-                res = run_robot(robot_name, staff, methods)
-            except Exception as e:
-                say("%s on %s: %s" % (name, robot_name, e))
-                continue
-            say("%s on %s (%.1f s of the clip)" % (name, robot_name, staff.duration_s))
-            for m in methods:
-                r = res[m]
-                say("  %-36s %-5s %9s %6.1f %6.2f %5d %7.1f %6.2f %6.1f %6.1f" % (
-                    r["how"] if m == "row" else "", m,
-                    ("yes@%.2f" % r["fall_time_s"]) if r["fell"] else "no", r["pose_error_deg"],
-                    r["tracking_rms_deg"] or float("nan"), r["self_collision_frames"],
-                    r["foot_slip_mm"] or 0.0, r["retimed"], r["cpu_realtime_factor"],
-                    r["realtime_factor"]))
-                if m in ("pose", "bal"):
-                    say("  %-36s        per segment: %s" % ("", segment_line(r["segment_error_deg"])))
-                if m == "imu":
-                    continue                 # (the same plan and spans as bal)
-                for a, b, why in r["infeasible"][:4]:
-                    say("  %-36s        infeasible %.2f-%.2f s: %s" % ("", a, b, why))
-                if len(r["infeasible"]) > 4:
-                    say("  %-36s        ... %d more spans" % ("", len(r["infeasible"]) - 4))
+    paths = clips(args)
+    jobs = max(1, min(args.jobs, len(paths)))
+    if jobs > 1:
+        import multiprocessing
+        pool = multiprocessing.get_context("spawn").Pool(jobs)
+        done = pool.imap(_clip_task, [(p, args.max_s) for p in paths])
+    else:
+        pool, done = None, (_clip_task((p, args.max_s)) for p in paths)
+    cpu_workers = 0.0
+    for name, out, clip_lines, cpu_s in done:
+        # (each clip's lines as they would have been said in one process, in the clips' order)
+        for ln in clip_lines:
+            say(ln)
+        if pool is not None:
+            cpu_workers += cpu_s
+        for key, res in out:
             summary[key].append((name, res))
+    if pool is not None:
+        pool.close()
+        pool.join()
     say()
-    say("whole run: %.0f s wall, %.0f s CPU (retargeting, C3D IK and physics)"
-        % (time.perf_counter() - wall0, time.process_time() - cpu0))
+    say("whole run: %.0f s wall, %.0f s CPU (retargeting, C3D IK and physics)%s"
+        % (time.perf_counter() - wall0, time.process_time() - cpu0 + cpu_workers,
+           " in %d processes" % jobs if jobs > 1 else ""))
     say("summary, OP3 (%d clips):" % len(summary["op3"]))
     for m in ("row", "pose", "bal", "imu"):
         rs = [r[m] for _, r in summary["op3"] if m in r]
