@@ -315,6 +315,16 @@ def _cli(*args, timeout=120):
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def test_a_link_and_port_that_are_one_device_by_two_names_are_refused(tmp_path):
+    """/dev/serial/by-id/usb-... and /dev/ttyUSB0 are one adapter (was: both opened, the servo
+    bus's own bytes read as the link's and the link's replies written onto the servo bus)."""
+    by_id = tmp_path / "usb-FTDI_FT232R-if00-port0"
+    by_id.symlink_to("/dev/ttyFAKE0")
+    r = _cli("--link", str(by_id), "--port", "/dev/ttyFAKE0", "--robot", "khr17-maestro")
+    assert r.returncode == 2 and "--link and --port are both /dev/ttyFAKE0" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--link", "/nonexistent/tty", "--port", "loop://", "--robot", "khr17-maestro"], "/nonexistent/tty"),
     (["--link", "loop://", "--port", "loop://", "--robot", "khr17-maestro"], "--link and --port"),

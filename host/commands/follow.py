@@ -19,6 +19,7 @@ and done; so are SIGTERM (a service stopped) and SIGHUP (its ssh session gone).
 
 import json
 import math
+import os
 import sys
 
 HELP = "the robot end of the live link: a capture unit's frames in, the robot's servos out"
@@ -52,9 +53,15 @@ def _check(args):
         raise ValueError("--baud %d: must be a positive baud rate" % args.baud)
     if args.link_baud <= 0:
         raise ValueError("--link-baud %d: must be a positive baud rate" % args.link_baud)
-    if args.link == args.port:
+    if _device(args.link) == _device(args.port):
         raise ValueError("--link and --port are both %s: the link and the servo bus are two lines"
-                         % args.link)
+                         % _device(args.link))
+
+
+def _device(port):
+    """The device a port names: a path with its symlinks resolved (/dev/serial/by-id/... is
+    /dev/ttyUSB0), a URL as it is."""
+    return port if "://" in port else os.path.realpath(port)
 
 
 def _as_interrupt():
