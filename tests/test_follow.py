@@ -279,6 +279,48 @@ def test_the_ends_retargeter_is_the_headers():
     assert end.retargeter is None and "pose_error_deg" not in end.summary()
 
 
+class FailingPort(EmuPort):
+    """The servo bus's USB adapter: works, then every write an OSError (unplugged, a write
+    timeout) while fail is set."""
+
+    fail = False
+
+    def write(self, b):
+        if self.fail:
+            raise OSError("write failed: [Errno 5] Input/output error")
+        return EmuPort.write(self, b)
+
+
+def test_a_servo_bus_that_fails_as_a_frame_ends_the_failsafe_is_counted_not_the_end():
+    """The OP3's Dynamixel bus failing (a write timeout, the U2D2 unplugged) when the frame that
+    ends a failsafe re-arms the servos' watchdog: counted as a send error and the loop goes on
+    (was: the OSError out of Player.send_frame, LinkBridge.feed and the follow loop: follow
+    ended, the robot no longer listening for the link)."""
+    clock = Clock()
+    robot = load_robot("op3-dynamixel")
+    port = FailingPort(make_emulator("dynamixel", clock=clock))
+    drv = open_driver("dynamixel", port, **dict(robot.options))
+    end = open_link_end(robot, drv, clock=clock, mapping="servo", imu=False)
+    data = _stream(_servo_staff(robot, frames=20), Clock())
+    pos = 0
+    while end.bridge.counts["frames"] < 10:
+        end.step(data[pos:pos + 1])
+        pos += 1
+    assert end.bridge.player.watchdog
+    clock.t = 1.0
+    end.step(b"")                               # no frame for 1 s: the failsafe
+    assert end.bridge.player.in_failsafe
+    port.fail = True
+    clock.t = 1.01
+    end.step(data[pos:])
+    pl = end.bridge.player
+    assert end.bridge.counts["frames"] > 10 and not pl.in_failsafe and pl.stats["send_errors"] >= 1
+    port.fail = False
+    clock.t = 1.02
+    end.step(b"")
+    assert not pl.in_failsafe
+
+
 def test_a_header_the_retargeter_cannot_use_is_counted_never_raised():
     """LinkBridge with a retargeter: rows it cannot use are an unusable header (its frames move
     nothing); rows it leaves to the row map (None) are played by the row map."""

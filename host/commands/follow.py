@@ -107,14 +107,14 @@ def run(args):
     except Exception:
         driver.close()
         raise
-    print("motionstaff follow: listening on %s at %d baud; %s via %s on %s [%s]%s"
-          % (args.link, args.link_baud, robot.name, controller, args.port,
-             "pose" if end.mapping == "pose" else (end.mapping or "row map"),
-             ", its IMU on the bus" if end.bus_imu else ""), file=sys.stderr, flush=True)
     import signal
     interrupted = False
-    old = _as_interrupt()
+    old = _as_interrupt()                   # (before the ready line: a signal after it is caught)
     try:
+        print("motionstaff follow: listening on %s at %d baud; %s via %s on %s [%s]%s"
+              % (args.link, args.link_baud, robot.name, controller, args.port,
+                 "pose" if end.mapping == "pose" else (end.mapping or "row map"),
+                 ", its IMU on the bus" if end.bus_imu else ""), file=sys.stderr, flush=True)
         loop.run(duration_s=args.duration_s, frames=args.frames)
     except KeyboardInterrupt:
         interrupted = True
