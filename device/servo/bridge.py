@@ -135,7 +135,8 @@ class LinkBridge:
             self.counts["requests"] += 1
 
     def feed(self, data):
-        """Decode the bytes that arrived and act on every valid frame; returns bytes to send back."""
+        """Decode the bytes that arrived and act on every valid frame (with stale_s: every one
+        within stale_s of the newest); returns the bytes to send back."""
         out = []
         packets = self.decoder.feed(data)
         newest_us = None
