@@ -89,13 +89,14 @@ class FollowLoop:
         self._down_at = None
 
     def run(self, duration_s=None, frames=None):
-        """Turns until duration_s on the clock, frames acted on, or stop()."""
+        """Turns until duration_s on the clock, frames received (acted on or superseded by a
+        newer one in the same read), or stop()."""
         t0 = self.clock()
         counts = self.end.bridge.counts
         while not self._stop:
             if duration_s is not None and self.clock() - t0 >= duration_s:
                 break
-            if frames is not None and counts["frames"] >= frames:
+            if frames is not None and counts["frames"] + counts["superseded"] >= frames:
                 break
             self.turn()
 

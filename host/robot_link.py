@@ -25,6 +25,8 @@ simulated OP3 (host/physics/live.py TwinEnd) both build their robot end here.
 
 from device.servo.bridge import LinkBridge
 
+STALE_S = 0.1       # a frame this much older than the newest one read with it: superseded
+
 
 def pose_capable(robot):
     """True if the pose retargeting has a model of this robot (and its description asks for it)."""
@@ -47,7 +49,6 @@ class LinkEnd:
     def __init__(self, robot, driver, clock, mapping="auto", imu=True, fps=30.0):
         self.robot = robot
         self.mapping = resolve_mapping(robot, mapping)
-        self.retargeter = None
         retarget = None
         if self.mapping == "pose":
             from host.retarget.live import LiveRetargeter
@@ -57,14 +58,19 @@ class LinkEnd:
                 if servos & set(names):
                     return None                 # the servos' own rows: played as they are
                 # FormatError (no usable segments): the bridge counts the header as unusable
-                self.retargeter = LiveRetargeter(robot.name, names, fps=fps, imu=bus_imu)
-                return self.retargeter
+                return LiveRetargeter(robot.name, names, fps=fps, imu=bus_imu)
         from host.retarget.live import TICK_S
         self.bus_imu = bool(imu and self.mapping == "pose" and getattr(robot, "imu", None)
                             and robot.controller == "dynamixel")
         self.bridge = LinkBridge(robot, driver, clock=clock,
                                  mapping=None if self.mapping == "pose" else self.mapping,
-                                 retarget=retarget, bus_imu=self.bus_imu, imu_hz=1.0 / TICK_S)
+                                 retarget=retarget, bus_imu=self.bus_imu, imu_hz=1.0 / TICK_S,
+                                 stale_s=STALE_S)
+
+    @property
+    def retargeter(self):
+        """The retargeter of the header held (None: a row map's, an unusable one's, none yet)."""
+        return self.bridge.retargeter
 
     def step(self, data):
         """The bytes that crossed the link (may be empty) -> the bridge, then its poll (failsafe,

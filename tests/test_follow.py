@@ -141,7 +141,9 @@ def test_follow_drives_the_servos_within_their_limits_from_the_units_stream():
     while link.pos < len(data):
         clock.t += 0.005
         loop.turn()
-    assert end.bridge.counts["frames"] == staff.frames
+    c = end.bridge.counts
+    # (two frames in one 64-byte read, 33 ms apart: both acted on)
+    assert c["frames"] == staff.frames and c["superseded"] == 0
     assert end.bridge.counts["headers"] >= 1 and loop.stats["bytes_in"] == len(data)
     lims = dict((s.id, (min(s.min, s.max), max(s.min, s.max))) for s in robot.servos)
     moved = [(ch, u) for _, ch, u, _ in emu.timeline if u]
@@ -191,6 +193,134 @@ def test_a_lost_link_is_the_failsafe_at_once_and_is_reopened():
     assert end.bridge.counts["failsafe_released"] >= 1
 
 
+def _person_staff(frames, fps=30.0):
+    """The person's rows standing at home (the live retargeter's input), 16-bit as capture sends."""
+    from device.body.human import human_model
+    sk = human_model()
+    rows = [Row(d.name, "deg", d.lo, d.hi, True) for d in sk.dofs]
+    home = np.array([float(np.degrees(h)) for h in sk.home])
+    return Staff(np.repeat(home[:, None], frames, axis=1), rows, fps=fps, bits=16)
+
+
+class Counted:
+    """A driver proxy counting send_positions calls."""
+
+    def __init__(self, driver):
+        self._d, self.sent = driver, 0
+
+    def send_positions(self, cmds):
+        self.sent += 1
+        return self._d.send_positions(cmds)
+
+    def __getattr__(self, name):
+        return getattr(self._d, name)
+
+
+def test_a_burst_is_its_last_tenth_of_a_second_and_the_failsafe_runs_right_after_it():
+    """A read that holds many frames (a link catching up, a reader that stalled): only those
+    within STALE_S (0.1 s) of the newest are sent, so the turn costs 4 commands at 30 fps, not one
+    per frame (was: 80 commands written in one turn, the bus line and the loop held for all of
+    them, 2.6 s of motion already past played), and the failsafe's timeout runs on."""
+    clock = Clock()
+    robot = load_robot("khr17-maestro")
+    emu = make_emulator("maestro", clock=clock)
+    drv = Counted(open_driver("maestro", EmuPort(emu), **dict(robot.options)))
+    end = open_link_end(robot, drv, clock=clock, mapping="servo")
+    staff = _servo_staff(robot, frames=80, beyond_deg=30.0)
+    data = _stream(staff, Clock())
+    assert len(data) <= 4096
+    link = Link(data, chunk=4096)
+    loop = FollowLoop(lambda: link, end, clock=clock, sleep=lambda s: None, tick_s=0.005)
+    clock.t = 1.0
+    loop.turn()
+    c = end.bridge.counts
+    assert link.pos == len(data) and c["frames"] == 4 and c["superseded"] == staff.frames - 4
+    assert drv.sent == 4 and end.bridge.player.limiter.clamped > 0
+    clock.t += robot.failsafe_timeout_s + 0.01
+    loop.turn()                                 # nothing read: the poll still runs
+    assert end.bridge.player.in_failsafe and c["failsafe_engaged"] == 1
+
+
+def test_a_burst_of_the_persons_frames_is_four_retargets():
+    """The OP3 by pose: 26 frames in one read (4 KiB of 16-bit rows) retargeted 4 times, the
+    last 0.1 s of them (was: all 26, about 30 ms each on this machine: the balance loop and the
+    failsafe held for 0.8 s)."""
+    clock = Clock()
+    robot = load_robot("op3-dynamixel")
+    emu = make_emulator("dynamixel", clock=clock)
+    drv = open_driver("dynamixel", EmuPort(emu), **dict(robot.options))
+    end = open_link_end(robot, drv, clock=clock, imu=False)
+    staff = _person_staff(27)
+    data = _stream(staff, Clock())
+    pos = 0
+    while end.bridge.counts["frames"] == 0:     # the header and the first frame, byte by byte
+        end.step(data[pos:pos + 1])
+        pos += 1
+    assert end.retargeter.frames == 1 and len(data) - pos <= 4096
+    clock.t = 0.1
+    end.step(data[pos:])                        # the other 26 frames in one read
+    c = end.bridge.counts
+    assert c["frames"] == 5 and c["superseded"] == 22 and end.retargeter.frames == 5
+
+
+def test_the_ends_retargeter_is_the_headers():
+    """The person's rows, then the servos' own (a staff retargeted beforehand): the end's
+    retargeter (its summary's pose error, the demo's TwinEnd.retargeter) is the one in use, none."""
+    clock = Clock()
+    robot = load_robot("op3-dynamixel")
+    emu = make_emulator("dynamixel", clock=clock)
+    drv = open_driver("dynamixel", EmuPort(emu), **dict(robot.options))
+    end = open_link_end(robot, drv, clock=clock, imu=False)
+    end.step(_stream(_person_staff(2), Clock()))
+    assert end.retargeter is not None and end.summary()["pose_error_deg"] is not None
+    clock.t = 0.1
+    end.step(_stream(_servo_staff(robot, frames=2), Clock()))
+    assert end.bridge.header["rows"][0]["name"] == robot.servos[0].name
+    assert end.retargeter is None and "pose_error_deg" not in end.summary()
+
+
+class FailingPort(EmuPort):
+    """The servo bus's USB adapter: works, then every write an OSError (unplugged, a write
+    timeout) while fail is set."""
+
+    fail = False
+
+    def write(self, b):
+        if self.fail:
+            raise OSError("write failed: [Errno 5] Input/output error")
+        return EmuPort.write(self, b)
+
+
+def test_a_servo_bus_that_fails_as_a_frame_ends_the_failsafe_is_counted_not_the_end():
+    """The OP3's Dynamixel bus failing (a write timeout, the U2D2 unplugged) when the frame that
+    ends a failsafe re-arms the servos' watchdog: counted as a send error and the loop goes on
+    (was: the OSError out of Player.send_frame, LinkBridge.feed and the follow loop: follow
+    ended, the robot no longer listening for the link)."""
+    clock = Clock()
+    robot = load_robot("op3-dynamixel")
+    port = FailingPort(make_emulator("dynamixel", clock=clock))
+    drv = open_driver("dynamixel", port, **dict(robot.options))
+    end = open_link_end(robot, drv, clock=clock, mapping="servo", imu=False)
+    data = _stream(_servo_staff(robot, frames=20), Clock())
+    pos = 0
+    while end.bridge.counts["frames"] < 10:
+        end.step(data[pos:pos + 1])
+        pos += 1
+    assert end.bridge.player.watchdog
+    clock.t = 1.0
+    end.step(b"")                               # no frame for 1 s: the failsafe
+    assert end.bridge.player.in_failsafe
+    port.fail = True
+    clock.t = 1.01
+    end.step(data[pos:])
+    pl = end.bridge.player
+    assert end.bridge.counts["frames"] > 10 and not pl.in_failsafe and pl.stats["send_errors"] >= 1
+    port.fail = False
+    clock.t = 1.02
+    end.step(b"")
+    assert not pl.in_failsafe
+
+
 def test_a_header_the_retargeter_cannot_use_is_counted_never_raised():
     """LinkBridge with a retargeter: rows it cannot use are an unusable header (its frames move
     nothing); rows it leaves to the row map (None) are played by the row map."""
@@ -227,6 +357,16 @@ def _cli(*args, timeout=120):
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def test_a_link_and_port_that_are_one_device_by_two_names_are_refused(tmp_path):
+    """/dev/serial/by-id/usb-... and /dev/ttyUSB0 are one adapter (was: both opened, the servo
+    bus's own bytes read as the link's and the link's replies written onto the servo bus)."""
+    by_id = tmp_path / "usb-FTDI_FT232R-if00-port0"
+    by_id.symlink_to("/dev/ttyFAKE0")
+    r = _cli("--link", str(by_id), "--port", "/dev/ttyFAKE0", "--robot", "khr17-maestro")
+    assert r.returncode == 2 and "--link and --port are both /dev/ttyFAKE0" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--link", "/nonexistent/tty", "--port", "loop://", "--robot", "khr17-maestro"], "/nonexistent/tty"),
     (["--link", "loop://", "--port", "loop://", "--robot", "khr17-maestro"], "--link and --port"),
@@ -236,12 +376,43 @@ def _cli(*args, timeout=120):
      "no such row map"),
     (["--link", "loop://", "--port", "/dev/null", "--robot", "nobot"], "nobot"),
     (["--link", "loop://", "--port", "/dev/null", "--robot", "khr17-maestro", "--frames", "0"], "--frames"),
+    # (was: --baud 0 taken as "the robot's baud rate", --baud -5 a pyserial message)
+    (["--link", "loop://", "--port", "loop://?logging=error", "--robot", "khr17-maestro",
+      "--baud", "0"], "--baud 0"),
+    # (was: pyserial's KeyError traceback, its message's braces unescaped)
+    (["--link", "loop://?x", "--port", "loop://", "--robot", "khr17-maestro"],
+     "loop://?x: not a port"),
+    (["--link", "loop://", "--port", "loop://?logging=x", "--robot", "khr17-maestro"],
+     "loop://?logging=x"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args, needle):
     r = _cli(*args)
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_service_stop_or_a_hangup_ends_in_the_failsafe_like_ctrl_c(sig):
+    """SIGTERM (systemd stopping the robot's service) or SIGHUP (the ssh session gone) is the
+    Ctrl-C path: the failsafe, the summary, exit 130 (was: the process killed by the signal, the
+    servos holding whatever they were last sent)."""
+    import signal
+    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "follow", "--link", "loop://",
+                             "--port", "loop://?logging=error", "--robot", "khr17-maestro",
+                             "--json"],
+                            cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = proc.stderr.readline()
+        assert "listening on loop://" in ready, ready
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert json.loads(out)["interrupted"] is True and "Traceback" not in err
 
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs ptys")
@@ -273,9 +444,11 @@ def test_cli_follows_a_pty_link_onto_an_emulated_maestro():
         srv.stop()
     assert proc.returncode == 0, err
     s = json.loads(out)
-    assert s["frames"] == 30 and s["servos_driven"] == len(robot.servos)
+    # (the 30 frames written at once: those read with a newer one superseded, never sent)
+    assert s["frames"] >= 1 and s["frames"] + s["superseded"] == 30
+    assert s["servos_driven"] == len(robot.servos)
     assert s["link_mapping"] is None and s["mapping"] == "servo" and s["link_errors"] == 0
     lims = dict((sv.id, (min(sv.min, sv.max), max(sv.min, sv.max))) for sv in robot.servos)
     moved = [(ch, u) for _, ch, u, _ in emu.timeline if u]
-    assert len(moved) >= 30 * len(robot.servos) // 2
+    assert len(moved) >= s["frames"] * len(robot.servos) // 2
     assert all(lims[ch][0] <= u <= lims[ch][1] for ch, u in moved if ch in lims)

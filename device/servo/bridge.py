@@ -15,6 +15,10 @@ with every value missing is the sender's torque off (Player.failsafe("torque_off
 header is held), a frame whose row count or bit depth is not the header's is dropped and
 counted, and a frame that cannot be mapped makes it ask for the header (a REQUEST, at most every 0.1 s: about one header's line time at 115200 baud). Every decoded frame goes to Player.send_frame, whose
 Limiter keeps every command inside the servos' limits and velocity limits on the clock.
+With stale_s (the robot ends of host/robot_link.py: 0.1 s) a frame read in the same feed() as
+one more than stale_s newer (media time) is counted in superseded and never acted on: a burst
+(a link catching up, a reader that stalled) costs the retargets and commands of its last stale_s,
+not of every frame in it, and plays no motion already past.
 `last_key`/`last_codes` are (seq, time_us) and the codes of the frame being acted on while its
 command is written (None for a failsafe step).
 
@@ -38,8 +42,11 @@ from protocol import packets as pk, staffcodec
 
 class LinkBridge:
     def __init__(self, robot, driver, clock=None, mapping=None, request_s=0.1, retarget=None,
-                 bus_imu=False, imu_hz=200.0):
+                 bus_imu=False, imu_hz=200.0, stale_s=None):
         self.robot = robot
+        # stale_s: a frame more than this older than the newest one of the same feed() is checked
+        # and counted as superseded, never retargeted nor sent (None: every frame acted on)
+        self.stale_s = stale_s
         # retarget(row names, imu) -> r: r.servo_names, r.step(values, t_s); None: the row map;
         # ValueError: rows it cannot use (an unusable header)
         self.retarget = retarget
@@ -65,7 +72,7 @@ class LinkBridge:
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
                        "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
                        "torque_off": 0, "unusable_headers": 0, "tick_errors": 0,
-                       "retarget_errors": 0}
+                       "retarget_errors": 0, "superseded": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
@@ -128,18 +135,27 @@ class LinkBridge:
             self.counts["requests"] += 1
 
     def feed(self, data):
-        """Decode the bytes that arrived and act on every valid frame; returns bytes to send back."""
+        """Decode the bytes that arrived and act on every valid frame (with stale_s: every one
+        within stale_s of the newest); returns the bytes to send back."""
         out = []
-        for p in self.decoder.feed(data):
+        packets = self.decoder.feed(data)
+        newest_us = None
+        if self.stale_s is not None:
+            t = self._t_prev_us
+            for p in packets:
+                if p.is_frame():
+                    t = p.time_us if t is None else pk.unwrap_time_us(t, p.time_us)
+            newest_us = t
+        for p in packets:
             if p.name == "HEADER":
                 h = self.assembler.add(p)
                 if h is not None:
                     self._on_header(h)
             elif p.is_frame():
-                self._frame(p, out)
+                self._frame(p, out, newest_us)
         return b"".join(out)
 
-    def _frame(self, p, out):
+    def _frame(self, p, out, newest_us=None):
         bits, codes = p.frame()
         if all(c is None for c in codes):
             # every value missing: the sender's torque off (SPEC 2), obeyed like the firmware
@@ -159,8 +175,14 @@ class LinkBridge:
             self.counts["wrong_rows"] += 1
             self._request(out)
             return
-        values = staffcodec.decode_column(codes, self.los, self.his, bits)
         t_s = self._media_s(p.time_us)
+        if newest_us is not None and newest_us - self._t_prev_us > self.stale_s * 1e6:
+            # a frame more than stale_s newer came in the same bytes (a burst: a link catching
+            # up, a stalled reader): retargeting and sending each one would hold the loop, its
+            # balance ticks and failsafe for their sum, and play motion already past
+            self.counts["superseded"] += 1
+            return
+        values = staffcodec.decode_column(codes, self.los, self.his, bits)
         if self.retargeter is not None:
             try:
                 values = self.retargeter.step(values, t_s)

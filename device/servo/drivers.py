@@ -37,6 +37,11 @@ def open_port(url, baud, timeout_s=0.1):
         return serial.serial_for_url(url, baudrate=baud, timeout=timeout_s, write_timeout=1.0)
     except serial.SerialException as e:
         raise OSError("%s: %s" % (url, e))
+    except (KeyError, IndexError):
+        # pyserial's own message for a loop:// URL it cannot parse ("loop://?x") is a format
+        # string with unescaped braces: it raises KeyError instead
+        raise OSError("%s: not a port or URL pyserial can open (loop://, socket://HOST:PORT, "
+                      "rfc2217://HOST:PORT, a device path)" % url)
 
 
 def driver_options(name, opts):

@@ -54,6 +54,7 @@ class Player:
         self._last_cmd_clock = self._now()    # when the last command was sent (the limiter's dt)
         self._homing = False
         self._torque_pending = False
+        self._rearm = False                   # the watchdog to arm again (a failed re-arm)
         if hasattr(driver, "time_ms") and not driver.time_ms:
             # LX-16A MOVE_TIME / SSC-32 T: spread each step over one frame period
             driver.time_ms = int(1000 * self.period_s + 0.5)
@@ -156,8 +157,15 @@ class Player:
             self.in_failsafe = False
             self._homing = False
             self._torque_pending = False
-            if self.watchdog:
+            self._rearm = self.watchdog
+        if self._rearm:
+            # the controller's watchdog armed again; a bus that fails here (a write timeout, its
+            # adapter unplugged) is a send error like a position's, and tried again next frame
+            try:
                 self.driver.set_watchdog(self.robot.failsafe_timeout_s)
+                self._rearm = False
+            except OSError:
+                self.stats["send_errors"] += 1
         self.stats["frames"] += 1
         return self._command(self.targets(values))
 

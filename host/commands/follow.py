@@ -14,11 +14,12 @@ the servo controller on --port through the player's limiter (limits, velocity, a
 nothing the link carries can move a servo past them). No frame for the description's failsafe
 timeout, or the link lost, is the robot's failsafe (hold, home or torque off); Ctrl-C or the
 end (--duration-s, --frames) is the failsafe, run to its end, and a summary of what was received
-and done.
+and done; so are SIGTERM (a service stopped) and SIGHUP (its ssh session gone).
 """
 
 import json
 import math
+import os
 import sys
 
 HELP = "the robot end of the live link: a capture unit's frames in, the robot's servos out"
@@ -38,7 +39,8 @@ def add_arguments(p):
     p.add_argument("--no-imu", action="store_true", help="do not read the robot's IMU on its bus "
                    "(no balance feedback)")
     p.add_argument("--duration-s", type=float, help="stop after this long (default: until Ctrl-C)")
-    p.add_argument("--frames", type=int, help="stop after acting on this many frames")
+    p.add_argument("--frames", type=int, help="stop after this many frames came (acted on, or "
+                   "superseded by a newer one read with it)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -47,11 +49,35 @@ def _check(args):
         raise ValueError("--duration-s must be a positive number of seconds")
     if args.frames is not None and args.frames < 1:
         raise ValueError("--frames must be at least 1")
+    if args.baud is not None and args.baud <= 0:
+        raise ValueError("--baud %d: must be a positive baud rate" % args.baud)
     if args.link_baud <= 0:
         raise ValueError("--link-baud %d: must be a positive baud rate" % args.link_baud)
-    if args.link == args.port:
+    if _device(args.link) == _device(args.port):
         raise ValueError("--link and --port are both %s: the link and the servo bus are two lines"
-                         % args.link)
+                         % _device(args.link))
+
+
+def _device(port):
+    """The device a port names: a path with its symlinks resolved (/dev/serial/by-id/... is
+    /dev/ttyUSB0), a URL as it is."""
+    return port if "://" in port else os.path.realpath(port)
+
+
+def _as_interrupt():
+    """SIGTERM (a service stopped) and SIGHUP (the ssh session that started it gone) as Ctrl-C:
+    the loop ends in the robot's failsafe, not with the process killed and the servos holding
+    the last frame. Returns the handlers they replace."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    old = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            old[sig] = signal.signal(sig, interrupt)
+    return old
 
 
 def run(args):
@@ -81,12 +107,14 @@ def run(args):
     except Exception:
         driver.close()
         raise
-    print("motionstaff follow: listening on %s at %d baud; %s via %s on %s [%s]%s"
-          % (args.link, args.link_baud, robot.name, controller, args.port,
-             "pose" if end.mapping == "pose" else (end.mapping or "row map"),
-             ", its IMU on the bus" if end.bus_imu else ""), file=sys.stderr, flush=True)
+    import signal
     interrupted = False
+    old = _as_interrupt()                   # (before the ready line: a signal after it is caught)
     try:
+        print("motionstaff follow: listening on %s at %d baud; %s via %s on %s [%s]%s"
+              % (args.link, args.link_baud, robot.name, controller, args.port,
+                 "pose" if end.mapping == "pose" else (end.mapping or "row map"),
+                 ", its IMU on the bus" if end.bus_imu else ""), file=sys.stderr, flush=True)
         loop.run(duration_s=args.duration_s, frames=args.frames)
     except KeyboardInterrupt:
         interrupted = True
@@ -96,6 +124,8 @@ def run(args):
         finally:
             loop.close()
             driver.close()
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
     summary = end.summary()
     summary.update(loop.stats)
     summary["robot"] = robot.name
@@ -104,14 +134,15 @@ def run(args):
     if args.json:
         print(json.dumps(summary))
     else:
-        print("followed the link on %s: %d frames to %d servos of %s via %s [%s]; %d headers, %d "
-              "frames without one, %d of the wrong shape, %d header requests; failsafe engaged %d "
-              "times; link errors %d, reopened %d; limiter clamped %d, rate-limited %d%s"
+        print("followed the link on %s: %d frames to %d servos of %s via %s [%s] (%d superseded "
+              "by a newer one); %d headers, %d frames without one, %d of the wrong shape, %d "
+              "header requests; failsafe engaged %d times; link errors %d, reopened %d; limiter "
+              "clamped %d, rate-limited %d%s"
               % (args.link, summary["frames"], summary.get("servos_driven", 0), robot.name,
-                 controller, summary["link_mapping"] or "row map", summary["headers"],
-                 summary["no_header"], summary["wrong_rows"], summary["requests"],
-                 summary["failsafe_engaged"], summary["link_errors"], summary["reopens"],
-                 summary.get("limiter_clamped", 0), summary.get("limiter_rate_limited", 0),
-                 " (interrupted)" if interrupted else ""))
+                 controller, summary["link_mapping"] or "row map", summary["superseded"],
+                 summary["headers"], summary["no_header"], summary["wrong_rows"],
+                 summary["requests"], summary["failsafe_engaged"], summary["link_errors"],
+                 summary["reopens"], summary.get("limiter_clamped", 0),
+                 summary.get("limiter_rate_limited", 0), " (interrupted)" if interrupted else ""))
     return 130 if interrupted else 0
 

@@ -50,13 +50,17 @@ SPECS = {
         "segments": ("trunk", "l_thigh", "r_thigh", "l_shank", "r_shank", "l_foot", "r_foot",
                      "l_upper_arm", "r_upper_arm", "l_forearm", "r_forearm"),
         # self-collision pairs the IK keeps apart: (subtree root, subtree root[, margin m]); an
-        # elbow keeps 15 mm from its hip: the player's limiter (its acceleration bound) and the
-        # servos' lag carry the arm a few degrees past the plan, 5-10 mm at the elbow (measured
-        # on dataset-2_run: at 4 mm the played commands touched in 35 frames, up to 10 mm deep)
+        # elbow keeps 25 mm from its leg and 15 mm from the torso: the player's limiter (its
+        # acceleration bound) and the servos' lag carry the arm a few degrees past the plan,
+        # 5-10 mm at the elbow (measured on dataset-2_run: at 4 mm the played commands touched in
+        # 35 frames, up to 10 mm deep; live, benchmarks/robot_live.py, 26 staffs: the elbow at 15
+        # mm from its leg and 4 mm from the torso 55 frames, the torso's at 15 mm 12 (the kick's
+        # 12 into the torso gone), the leg's at 25 mm: see docs/benchmarks/robot_live.txt)
         "floor": False,
         "collide": (("l_hip_roll_link", "r_hip_roll_link"), ("l_sho_roll_link", "body_link"),
-                    ("r_sho_roll_link", "body_link"), ("l_el_link", "l_hip_yaw_link", 0.015),
-                    ("r_el_link", "r_hip_yaw_link", 0.015),
+                    ("r_sho_roll_link", "body_link"), ("l_el_link", "l_hip_yaw_link", 0.025),
+                    ("r_el_link", "r_hip_yaw_link", 0.025),
+                    (("l_el_link",), ("body_link",), 0.015), (("r_el_link",), ("body_link",), 0.015),
                     # a knee bent to its stop brings the ankle up to its own hip (131_01 at 6.4 s)
                     (("l_hip_roll_link", "l_hip_pitch_link"), "l_ank_pitch_link"),
                     (("r_hip_roll_link", "r_hip_pitch_link"), "r_ank_pitch_link"),
