@@ -27,7 +27,9 @@ command is written (None for a failsafe step).
 With bus_imu the IMU is the one a robot has: its board answers on the same bus as the servos,
 each read takes its bytes' time on the line (budgeted at imu_hz, the balance loop's rate:
 device/servo/linebudget.py), and a read that fails is None to the retargeter (its feedback
-skips that tick). A robot whose description names no IMU is a ValueError at construction.
+skips that tick). Until the board has given one good reading (it is silent for about 2.9 s
+after power-up: its gyro calibration) the robot stands at home with torque on and the frames
+are not played (counted imu_wait; one probe of the board each). A robot whose description names no IMU is a ValueError at construction.
 """
 
 import time
@@ -64,7 +66,7 @@ class LinkBridge:
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
                        "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
                        "torque_off": 0, "unusable_headers": 0, "tick_errors": 0,
-                       "retarget_errors": 0}
+                       "retarget_errors": 0, "imu_wait": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
@@ -137,6 +139,15 @@ class LinkBridge:
                                        getattr(pl, "failsafe_action", None) == "torque_off"):
                 pl.failsafe("torque_off")
             return
+        if self.bus_imu is not None and not self.bus_imu.ready and self.player is not None:
+            # the robot stands (torque on, home) until its board answers: the OpenCR is silent
+            # for about 2.9 s after power-up (its gyro calibration), and the balance needs it
+            # (ROBOTIS' framework waits for it too); one probe a frame, not the silent backoff
+            self.bus_imu.sample()
+            if not self.bus_imu.ready:
+                self.counts["imu_wait"] += 1
+                return
+            self.bus_imu.quiet = 0
         if self.player is None or self.header is None:
             self.counts["no_header"] += 1
             if self._unusable_id is None:       # (the sender's header is known not to fit)

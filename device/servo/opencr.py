@@ -8,7 +8,10 @@
 One READ of 16 bytes at 32 (gyro x/y/z, acc x/y/z, roll, pitch: int16 each, little-endian),
 one status reply of 27 bytes, CRC-16 checked (device/servo/dynamixel.py). A reply that does
 not come (timeout), does not check (CRC, length, id) or carries an error is None: the caller
-keeps its plan for that frame (host/retarget/feedback.py counts it missed).
+keeps its plan for that frame (host/retarget/feedback.py counts it missed). A reply whose
+accelerometer reads exactly 0, 0, 0 (a table the firmware has not written yet) is None too,
+counted not_ready: never a level torso. At power-up the board does not answer for about 2.9 s
+(its gyro calibration): imu.wait_ready(sleep) waits for it before the robot moves.
 
 The control table, from ROBOTIS' own code (cited in docs/robots.md, "The OP3's IMU on the bus"):
 - ROBOTIS-GIT/OpenCR 68ec75d8a400949580ecf263e0105ea9743b878e,
@@ -60,6 +63,10 @@ RETURN_DELAY_S = 0.0005
 # reply) it is asked only every PROBE_EVERY-th call (None in between)
 QUIET_LIMIT = 3
 PROBE_EVERY = 100
+# how long a robot end waits for its board at start (wait_ready): the firmware's power-up
+# (emulate/opencr_imu.py: 0.325 s of the chip's set-up, 512 gyro calibration runs at 200 Hz)
+# with room for a slow boot
+WAIT_READY_S = 5.0
 
 
 def request():
@@ -122,6 +129,7 @@ class OpenCRImu:
         self.quiet = 0                    # reads in a row that timed out
         self.stats = {"reads": 0, "ok": 0, "timeouts": 0, "bad": 0, "errors": 0}
         self.last = None                  # the last good (up, rate, acc)
+        self.ready = False                # a good reading has come (wait_ready)
 
     def request(self):
         return dx.read(self.sid, GYRO_X, BLOCK)
@@ -159,12 +167,33 @@ class OpenCRImu:
         if r[1]:
             self.stats["errors"] += 1
             return None
+        if len(r[2]) == BLOCK and not any(r[2][6:12]):
+            # an accelerometer reading exactly 0, 0, 0 (the table's RAM before the firmware's
+            # loop first wrote it; a chip at rest or falling still reads its zero-g offset and
+            # noise): not a reading of anything, never "level"
+            self.stats["not_ready"] = self.stats.get("not_ready", 0) + 1
+            return None
         s = decode(r[2])
         if s is None:
             self.stats["bad"] += 1
             return None
         self.stats["ok"] += 1
+        self.ready = True
         return s
+
+    def wait_ready(self, sleep, timeout_s=WAIT_READY_S, every_s=0.1):
+        """Ask the board every every_s (sleep(s) lets that time pass: the robot's clock) until
+        it gives a good reading: True, or False after timeout_s. The OpenCR does not answer at
+        all while its firmware calibrates the gyro at power-up (IMU.begin() in setup(), before
+        the port opens: about 2.9 s), and the robot's balance needs it (ROBOTIS' framework
+        waits for the board the same way). The backoff of a silent board is not applied here."""
+        n = int(timeout_s / every_s) + 1
+        for _ in range(n):
+            if self.sample() is not None:
+                self.quiet = 0
+                return True
+            sleep(every_s)
+        return False
 
     def read(self, acc=False):
         """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or

@@ -122,3 +122,6 @@ class TwinEnd:
             self.bridge.close()
         except OSError:
             pass
+        close = getattr(self.emu, "close", None)
+        if close is not None:
+            close()                             # its OpenCR board off the twin
