@@ -82,6 +82,7 @@ def test_a_reading_of_nothing_is_refused_by_the_reader_and_the_estimator():
     estimate from a zero accelerometer at its start (the board's "level" is not taken)."""
     from device.servo.emulate.dynamixel import DynamixelEmulator
     from device.servo.drivers import open_driver
+    from host.physics.simport import SimPort
     from host.retarget.attitude import TiltEstimator
 
     class Blank:                    # a stub body whose board's registers are all zeros
@@ -91,30 +92,14 @@ def test_a_reading_of_nothing_is_refused_by_the_reader_and_the_estimator():
         def specific_force_g(self):
             return (0.0, 0.0, 0.0)
 
-    class Port:
-        def __init__(self, emu):
-            self.emu, self.rx, self.timeout = emu, b"", 0.01
+    class Still:                    # SimPort's clock hook: nothing to step
+        time_s = 0.0
 
-        def write(self, b):
-            self.rx += self.emu.feed(b) or b""
-            return len(b)
-
-        def read(self, n=1):
-            out, self.rx = self.rx[:n], self.rx[n:]
-            return out
-
-        @property
-        def in_waiting(self):
-            return len(self.rx)
-
-        def reset_input_buffer(self):
-            self.rx = b""
-
-        def flush(self):
+        def advance_to(self, t_s):
             pass
 
     emu = DynamixelEmulator(ids=(1,), body=Blank(), imu_id=200)
-    imu = opencr.OpenCRImu(open_driver("dynamixel", Port(emu)))
+    imu = opencr.OpenCRImu(open_driver("dynamixel", SimPort(emu, Still(), 1000000)))
     assert imu.sample() is None and imu.stats["not_ready"] == 1 and imu.stats["ok"] == 0
     assert not imu.ready
     est = TiltEstimator()

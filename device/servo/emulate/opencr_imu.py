@@ -1,7 +1,8 @@
 """The OpenCR board's IMU as its firmware runs it: the MPU9250's filters, the 200 Hz loop, Madgwick.
 
-    imu = BoardImu(up=(0.0, 0.0, 1.0))          # powered up standing still, level
+    imu = BoardImu(up=(0.0, 0.0, 1.0))          # powered up (its first sense), seed 200's chip
     imu.sense(t_s, rate_body_rad_s, force_body_g, dt_s)   # every physics step (the chip)
+    imu.answering(t_s)                          # False for ~2.9 s: its power-up calibration
     imu.registers()                             # the 18 bytes at 32..49 the board holds now
 
 What the OP3's host reads at 32..49 is not the body now. ROBOTIS' firmware
@@ -15,8 +16,7 @@ dxl_node_op3.cpp) makes it so:
   filter is not published beyond the table, and a first-order lag of the same delay passes
   less than 41 Hz, so it is no kinder).
 - IMU.cpp, cIMU::update: the loop runs computeIMU once 5000 us have passed (200 Hz);
-  between two runs the registers hold the last one's values (0-5 ms old at a read; here the
-  loop runs at the first physics step past each 5 ms, so they can be up to 5 ms + a step old).
+  between two runs the registers hold the last one's values (0-5.1 ms old at a read).
 - computeIMU: the gyro is the mean of its last 3 samples (C int division: truncated toward
   zero), and |mean| <= 3 LSB is set to 0; Madgwick's updateIMU (beta 0.1, no magnetometer)
   takes gx = mean x 2000/32768 deg/s (the firmware's gRes, 0.1 % off the chip's 1/16.4) and
@@ -26,19 +26,30 @@ dxl_node_op3.cpp) makes it so:
   asks for a calibration (IMU Control), which no motionstaff path does. Yaw = getYaw() - 180 =
   the filter's yaw, integrated from the gyro alone: it drifts, as on the robot.
 All in the board's own axes (the board sits half a turn about z in the OP3's body: the caller
-turns body vectors into board vectors, device/servo/opencr.py MOUNT). Power-up: IMU.begin()
-(in setup(), before the bus is opened) calibrates the gyro over 512 loop runs (2.56 s) and the
-filter does not run meanwhile (computeIMU skips updateIMU while calibratingG > 0): a board
-just booted answers level (q = 1, 0, 0, 0) and turns to the tilt at 2 beta rad/s at most.
-This starts as a board powered up earlier in this pose: settled (the filter's attitude = the
-body's tilt, yaw 0), answering from the first read.
-Not modelled (each makes the twin kinder than a real board; measured, CMU 131_03 live replay,
-tools/replay_live.py: a zero-g offset of +-60 mg x, y and +-80 mg z, the data sheet's
-tolerance, still stands, pose error 18.79-18.84 deg against 18.81): the chip's zero-g offset
-(60 mg: the tilt read 3.4 deg off about that axis), its sensitivity (+-3 %) and cross-axis
-(+-2 %) tolerances (data sheet 3.1, 3.2, typical), the 1 kHz sample hold (up to 1 ms),
-float32 arithmetic, and IMU Control (50): a write there starts the firmware's calibrations
-(bit 3 stops the filter for 2.56 s); here it is only stored.
+turns body vectors into board vectors, device/servo/opencr.py MOUNT).
+Each board's chip (drawn from its seed, default its bus id 200; MPU-9250 product spec
+PS-MPU-9250A-01 rev 1.1, tables 3.1, 3.2, uniform over each initial tolerance): acc zero-g
+offset +-60 mg x, y, +-80 mg z (60 mg tilts gravity 3.4 deg), acc and gyro sensitivity +-3 %,
+cross-axis +-2 %, gyro zero-rate output +-5 deg/s. The firmware calibrates only the gyro
+(MPU9250.cpp gyro_init: calibratingG = 512; acc_init leaves calibratingA 0, the acc's zero is
+never taken at power-up): gyroZero = (sum of the 512 runs' raw gyro) >> 9, subtracted after;
+the accelerometer's offset and every sensitivity error stay in the registers and in Madgwick.
+Power-up (opencr_op3.ino setup() -> dxl_node_op3_init: dxl_hw_op3_init() -> IMU.begin() runs
+before dxlOpenPort): MPU9250::begin + init wait 0.325 s (delays), then IMU.begin() loops
+update() until the 512 calibration runs are done (2.555 s more at 200 Hz): the board does not
+answer at all for about 2.9 s (emulate/opencr.py gives no reply). Madgwick skips the runs while
+calibratingG > 0 and starts at q = 1, 0, 0, 0: a board just up reads level and turns to the
+tilt at 2 beta rad/s (11.5 deg/s) at most. The table's RAM is zeros until the first loop
+after the port opened wrote it (device/servo/opencr.py refuses an all-zero acc).
+The loop (cIMU::update: a run once micros() - tTime >= 5000 us, tTime = the run's start) runs
+on its own clock: each gap 5 ms plus the main loop's lateness (0-0.1 ms, seeded; an
+assumption: ROBOTIS publish no figure), at its own time inside a physics step, the chip's
+filters advanced to it with the step's sample held (the physics gives the body only at its
+2 ms steps: that bounds the input, not the loop's time).
+Not modelled (each kinder than a real board): the ZRO's and zero-g offset's drift with
+temperature after the calibration (spec: +-30 deg/s and +-1.5 mg/C over -40..85 C), the 1 kHz
+sample hold (up to 1 ms), float32 arithmetic, and IMU Control (50): a write there starts the
+firmware's calibrations; here it is only stored.
 Noise: the chip's acc noise, 300 ug/sqrt(Hz) over 44.8 Hz (MPU-9250 data sheet 3.2), about
 2.5 mg RMS, seeded; the gyro's noise is the body's (host/physics/twin.py Twin.imu: 0.01 rad/s
 RMS, above the chip's 0.1 deg/s).
