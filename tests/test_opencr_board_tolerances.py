@@ -130,3 +130,53 @@ def test_a_closed_emulators_board_leaves_the_twin():
     emu.close()                                             # twice: a no-op
     twin.detach_sensor(lambda t: None)                      # one never attached: a no-op
     assert len(twin.sensors) == 1
+
+
+def test_the_robot_end_takes_a_standing_reference_off_the_chips_offsets():
+    """A board with seed 200's chip on a torso standing upright and still: the robot end waits
+    for it (silent 2.9 s), takes STAND_READS still reads, and from then read() gives 1 g along
+    the torso's up to the noise (2.5 mg), where the raw register acc is its zero-g offset and
+    sensitivity off; a read with the gyro past STILL_RAD_S starts the reference again."""
+    from device.servo.emulate.dynamixel import DynamixelEmulator
+    from device.servo.drivers import open_driver
+    from host.physics.simport import SimPort
+
+    class Clocked:                  # a still, upright torso stepped on SimPort's clock
+        time_s, dt_s = 0.0, DT
+
+        def imu(self):
+            return (0.0, 0.0, 1.0), (0.0, 0.0, 0.0)
+
+        def attach_sensor(self, fn):
+            self.fn = fn
+
+        def advance_to(self, t_s):
+            while self.time_s < t_s - 1e-12:
+                self.time_s += DT
+                self.fn(self)
+
+        def advance(self, s):
+            self.advance_to(self.time_s + s)
+    body = Clocked()
+    emu = DynamixelEmulator(ids=(1,), clock=lambda: body.time_s, body=body, imu_id=200)
+    imu = opencr.OpenCRImu(open_driver("dynamixel", SimPort(emu, body, 1000000)))
+    stands = []
+    assert imu.wait_ready(body.advance, stand=lambda: stands.append(body.time_s))
+    # (each cycle 0.026 s: the 0.02 s wait and the read's bus time, each rounded up to the
+    # stub's 2 ms steps; the first read after the calibration is not still: the 3-sample mean
+    # still holds two uncalibrated samples, as in the firmware)
+    assert 2.85 < body.time_s <= 2.95 + (opencr.STAND_READS + 1) * 0.026 + 1e-6
+    assert len(stands) > 140                                  # stood at home all the while
+    raw = imu.sample()[2]
+    assert max(abs(raw[k] - opencr.STAND_UP[k]) for k in range(3)) > 0.02
+    up, rate, acc = imu.read(acc=True)
+    assert max(abs(acc[k] - opencr.STAND_UP[k]) for k in range(3)) < 0.012
+    # a read that moved (the gyro past STILL_RAD_S) during the reference: started again
+    imu2 = opencr.OpenCRImu(None)
+    still = ((0.0, 0.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
+    moved = ((0.0, 0.0, 1.0), (0.2, 0.0, 0.0), (0.0, 0.0, 1.0))
+    for s in [still] * (opencr.STAND_READS - 1) + [moved] + [still] * (opencr.STAND_READS - 1):
+        imu2._standing(s)
+    assert not imu2.ready
+    imu2._standing(still)
+    assert imu2.ready and imu2.acc_off == (0.0, 0.0, 0.0)

@@ -269,8 +269,10 @@ def test_play_imu_feedback_reads_the_board_on_the_bus_every_frame(tmp_path, caps
     rep = json.loads(capsys.readouterr().out)
     fb = rep["feedback"]
     assert fb["imu"] == "bus" and fb["imu_every"] == 1
-    # (one more read: the wait for the board before the first frame)
-    assert fb["frames"] == rep["frames"] == fb["imu_reads"]["ok"] - 1 and fb["imu_missed"] == 0
+    # every frame read it once: ok or missed (a reply the pty's wall-clock pacing lost: a few
+    # under load, on main too); STAND_READS more ok: the standing reference before the first
+    assert fb["frames"] == rep["frames"] == fb["imu_reads"]["ok"] - opencr.STAND_READS + fb["imu_missed"]
+    assert fb["imu_missed"] <= fb["frames"] // 10
     assert emu.boards[200].reads == fb["imu_reads"]["reads"]
 
 

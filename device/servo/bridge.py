@@ -146,6 +146,7 @@ class LinkBridge:
             self.bus_imu.sample()
             if not self.bus_imu.ready:
                 self.counts["imu_wait"] += 1
+                self.player.stand_by()
                 return
             self.bus_imu.quiet = 0
         if self.player is None or self.header is None:

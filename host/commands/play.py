@@ -168,7 +168,7 @@ def run(args):
     interrupted = False
     try:
         player.start()
-        if bus_imu is not None and not bus_imu.wait_ready(time.sleep):
+        if bus_imu is not None and not bus_imu.wait_ready(time.sleep, stand=player.stand_by):
             # (the OpenCR answers about 2.9 s after power-up: its gyro calibration)
             print("--imu-feedback: the robot's IMU did not answer in %g s; playing, its feedback "
                   "skips the frames it misses" % WAIT_READY_S, file=sys.stderr)
