@@ -180,3 +180,26 @@ def test_the_robot_end_takes_a_standing_reference_off_the_chips_offsets():
     assert not imu2.ready
     imu2._standing(still)
     assert imu2.ready and imu2.acc_off == (0.0, 0.0, 0.0)
+
+
+def test_a_stream_that_comes_before_the_board_is_up_waits_standing(monkeypatch):
+    """The live robot end not switched on before its link (power_up skipped): the bridge
+    holds home, torque on, frame by frame (imu_wait, one probe of the board each) until the
+    board answers and the standing reference is taken, then plays; the OP3 twin stays up."""
+    pytest.importorskip("mujoco")
+    import os
+    from device.servo.bridge import LinkBridge
+    from host.formats import read_motion
+    from tools.replay_live import replay
+    monkeypatch.setattr(LinkBridge, "power_up", lambda self, sleep: True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    est = read_motion(os.path.join(here, "data", "live", "131_03_estimate.png"))
+    ends = []
+    rep = replay(est, max_s=4.5, end_out=ends)
+    c = ends[0].bridge.counts
+    # 2.9 s silent, then STAND_READS reads at one a frame (30 fps)
+    assert 2.9 * 30 - 1 <= c["imu_wait"] <= (2.95 + opencr.STAND_READS / 30.0) * 30 + 2
+    # (one failsafe: the stream's end, the replay polls on after its last frame; as with
+    # power_up)
+    assert c["frames"] > 20 and c["failsafe_engaged"] == 1 and not rep["fell"]
+    assert ends[0].boot_s == 0.0

@@ -122,9 +122,7 @@ def test_a_held_leg_lift_swings_after_the_weight_moved_and_stays_up():
     swings the right foot until the person lands, and stays up in the twin."""
     sk, names, frames = _held_lift()
     ends = []
-    # (the person stands still 4 s first: the robot end stands until its OpenCR board is up,
-    # 2.9 s, and its standing reference taken; the frames meanwhile are not played)
-    rep = replay(_person_staff(sk, [frames[0]] * int(4 * FPS) + list(frames)), end_out=ends)
+    rep = replay(_person_staff(sk, frames), end_out=ends)
     lr = ends[0].retargeter
     # (one frame: the right elbow touches its hip by 0.03 mm at 0.77 s, before the lift)
     assert not rep["fell"] and rep["self_collision_frames"] <= 1

@@ -19,6 +19,7 @@ Limiter keeps every command inside the servos' limits and velocity limits on the
 command is written (None for a failsafe step).
 
     br = LinkBridge(op3, driver, retarget=make_retargeter, bus_imu=True)
+    br.power_up(sleep)                      # switched on: home, torque on, until its IMU is up
     # make_retargeter(row names, imu) -> r; imu() is the robot's own IMU read on its servo bus
     # (device/servo/opencr.py: the OP3's OpenCR board, one READ per call on this driver):
     # (up, rate rad/s, specific force g, the bridge's clock at the read s), or None without
@@ -98,6 +99,24 @@ class LinkBridge:
             self.player.start()
         else:
             self.player.bind(names, mapping)
+
+    def power_up(self, sleep):
+        """The robot end switched on before its link: torque on at home (a Player on the
+        robot's own servos, rebound to the stream's rows at its header), standing until its bus
+        IMU board answers and the standing reference is taken (sleep(s) lets the robot's time
+        pass: the OpenCR is silent about 2.9 s after power-up). True when ready (no bus IMU:
+        at once); until the first frame the robot stands by at home (poll)."""
+        if self.player is None:
+            self.started_at = self.clock()
+            self.player = Player(self.robot, self.driver, row_names=[sv.name for sv in self.robot.servos],
+                                 mapping="servo", clock=self.clock, sleep=lambda d: None)
+            self.player.start()
+        self._standing_by = True
+        if self.bus_imu is None:
+            return True
+        return self.bus_imu.wait_ready(sleep, stand=self.player.stand_by)
+
+    _standing_by = False
 
     def _imu(self):
         """The robot's IMU now, read on its bus: (up, rate rad/s, specific force g) in the torso
@@ -189,6 +208,12 @@ class LinkBridge:
         """The failsafe (and a home move's next step); True while it is engaged."""
         if self.player is None:
             return False
+        if self._standing_by:
+            # powered up, no frame yet: the robot holds home (no stream has stopped yet)
+            if not self.counts["frames"]:
+                self.player.stand_by()
+                return False
+            self._standing_by = False
         was = self.player.in_failsafe
         on = self.player.poll()
         if on and not was:

@@ -59,6 +59,11 @@ class TwinEnd:
                                  mapping=None if mapping == "pose" else mapping, retarget=retarget,
                                  bus_imu=bool(imu and mapping == "pose" and getattr(desc, "imu", None)),
                                  imu_hz=1.0 / TICK_S)
+        # the robot switched on before the link: it stands at home until its OpenCR board
+        # answers and its standing reference is taken (the twin's time runs on meanwhile;
+        # the link's clock starts after)
+        self.bridge.power_up(self.twin.advance)
+        self.boot_s = self.twin.time_s
         self.run = Run()
         self.run.robot = rm
         self.fall_s = None
@@ -67,7 +72,8 @@ class TwinEnd:
         self.t0 = clock()
 
     def step(self, data):
-        self.twin.advance_to(self.clock())          # the body moves on with the link's time
+        # the body moves on with the link's time (after its power-up's boot_s)
+        self.twin.advance_to(self.clock() - self.t0 + self.boot_s)
         if data:
             self.bridge.feed(data)
         self.bridge.poll()
