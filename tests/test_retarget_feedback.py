@@ -148,9 +148,15 @@ def test_the_dance_pose_that_tips_the_open_loop_twin_stays_up_with_the_imu():
     closed = run_simulation(s, ROBOT, retargeted=(res.staff, res), feedback=True).report
     assert not closed["fell"]
     assert closed["feedback"]["imu_missed"] == 0 and 0 < closed["feedback"]["max_ankle_deg"] <= MAX_DEG + 1e-9
-    # the IMU came through the bus: the OpenCR board read once per frame, every read good
+    # the IMU came through the bus: the OpenCR board read once per frame, every read good, after
+    # the robot stood through the board's power-up (no reply) and its STAND_READS reference
+    from device.servo.opencr import STAND_READS
     fb = closed["feedback"]
-    assert fb["imu"] == "bus" and fb["imu_reads"]["ok"] == fb["imu_reads"]["reads"] == fb["frames"]
+    r = fb["imu_reads"]
+    assert fb["imu"] == "bus" and r["ok"] == fb["frames"] + STAND_READS
+    assert r["reads"] == r["ok"] + r["timeouts"] and r["bad"] == r["errors"] == 0
+    # (one read per 0.02 s wait plus its bus time)
+    assert 2.85 / 0.023 <= r["timeouts"] <= 2.95 / 0.02 + 1
     assert closed["foot_slip_mm"] < open_loop["foot_slip_mm"]
 
 
