@@ -72,6 +72,12 @@ class LinkEnd:
         """The retargeter of the header held (None: a row map's, an unusable one's, none yet)."""
         return self.bridge.retargeter
 
+    def power_up(self, sleep):
+        """Switched on before the link: torque on at home, standing until the robot's bus IMU
+        answers and its standing reference is taken (LinkBridge.power_up; sleep(s) lets the
+        robot's time pass). True when ready."""
+        return self.bridge.power_up(sleep)
+
     def step(self, data):
         """The bytes that crossed the link (may be empty) -> the bridge, then its poll (failsafe,
         the balance loop between frames); returns the bytes to send back on the link."""

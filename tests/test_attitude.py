@@ -61,13 +61,17 @@ def test_bad_reads_keep_the_state_and_a_gap_or_a_step_back_starts_again():
     up = est.update(2 * DT, (0, 0, 1.0), (0.1, 0, 0), (0, 0, 0))
     assert est.stats["gyro_only"] == 1
     assert abs(up[1] - (0.001 + LEAD_S * 0.1)) < 1e-5 and up[0] == 0.0
-    # a gap longer than MAX_GAP_S: from the board's up again
+    # a gap longer than MAX_GAP_S: again, from the accelerometer reading 1 g (not the board's
+    # Madgwick, level after its power-up)
     r = 0.1
-    up = est.update(2 * DT + MAX_GAP_S + 0.01, (0, math.sin(r), math.cos(r)), (0, 0, 0), (0, 0, 1.0))
+    up = est.update(2 * DT + MAX_GAP_S + 0.01, (0, 0, 1.0), (0, 0, 0), (0, math.sin(r), math.cos(r)))
     assert abs(up[1] - math.sin(r)) < 1e-12 and est.stats["resets"] == 2
+    # ... and from the board's up when the accelerometer is off 1 g (a body accelerating)
+    up = est.update(3 * DT + 2 * MAX_GAP_S + 0.02, (0, math.sin(r), math.cos(r)), (0, 0, 0), (0, 0, 1.2))
+    assert abs(up[1] - math.sin(r)) < 1e-12 and est.stats["resets"] == 3
     # the clock stepped back: from the board's up again; a bad board up: from the accelerometer
     up = est.update(0.0, (float("inf"), 0, 0), (0, 0, 0), (0, 0, 2.0))
-    assert up == (0.0, 0.0, 1.0) and est.stats["resets"] == 3
+    assert up == (0.0, 0.0, 1.0) and est.stats["resets"] == 4
     assert est.stats["bad"] == 4
     assert TAU_S == 2.0
 
@@ -93,6 +97,7 @@ def test_a_huge_integer_is_bad_input_not_an_overflow():
     assert est.update(10 ** 400, z, (0, 0, 0), z) is None
     assert est.update(0.0, z, (10 ** 400, 0, 0), z) is None
     assert est.update(0.0, (10 ** 400, 0, 1), (0, 0, 0), (10 ** 400, 0, 1)) is None
+    assert est.update(DT / 2, z, (0, 0, 0), z) == z                   # a start
     assert est.update(DT, z, (0, 0, 0), (10 ** 400, 0, 1)) == z       # the gyro alone
     assert est.stats["bad"] == 3 and est.stats["gyro_only"] == 1
 

@@ -85,9 +85,10 @@ def test_a_bus_imu_sample_goes_through_the_hosts_tilt_and_a_missed_read_skips_a_
     st = lr.attitude.stats
     # 24 reads: 6 missed (no update), 1 with a NaN rate (bad), the rest updated the estimate
     assert len(reads) == 24 and st["updates"] == 17 and st["bad"] == 1 and st["resets"] == 1
-    # the estimate stays on the board's 2 deg lean (started from its up, the gyro is noise)
+    # the estimate stays on the 2 deg lean (started from the accelerometer reading 1 g, within
+    # its 2.5 mg of noise: 0.3 deg; the gyro is noise)
     up = np.array(lr.attitude.e)
-    assert np.degrees(np.arctan2(-up[1], up[2])) == pytest.approx(2.0, abs=0.05)
+    assert np.degrees(np.arctan2(-up[1], up[2])) == pytest.approx(2.0, abs=0.3)
     assert lr.stabiliser.invalid == 7
 
 

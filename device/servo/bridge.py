@@ -23,6 +23,7 @@ not of every frame in it, and plays no motion already past.
 command is written (None for a failsafe step).
 
     br = LinkBridge(op3, driver, retarget=make_retargeter, bus_imu=True)
+    br.power_up(sleep)                      # switched on: home, torque on, until its IMU is up
     # make_retargeter(row names, imu) -> r; imu() is the robot's own IMU read on its servo bus
     # (device/servo/opencr.py: the OP3's OpenCR board, one READ per call on this driver):
     # (up, rate rad/s, specific force g, the bridge's clock at the read s), or None without
@@ -31,7 +32,9 @@ command is written (None for a failsafe step).
 With bus_imu the IMU is the one a robot has: its board answers on the same bus as the servos,
 each read takes its bytes' time on the line (budgeted at imu_hz, the balance loop's rate:
 device/servo/linebudget.py), and a read that fails is None to the retargeter (its feedback
-skips that tick). A robot whose description names no IMU is a ValueError at construction.
+skips that tick). Until the board has given one good reading (it is silent for about 2.9 s
+after power-up: its gyro calibration) the robot stands at home with torque on and the frames
+are not played (counted imu_wait; one probe of the board each). A robot whose description names no IMU is a ValueError at construction.
 """
 
 import time
@@ -72,7 +75,7 @@ class LinkBridge:
         self.counts = {"frames": 0, "headers": 0, "no_header": 0, "wrong_rows": 0,
                        "requests": 0, "failsafe_engaged": 0, "failsafe_released": 0,
                        "torque_off": 0, "unusable_headers": 0, "tick_errors": 0,
-                       "retarget_errors": 0, "superseded": 0}
+                       "retarget_errors": 0, "superseded": 0, "imu_wait": 0}
 
     def _on_header(self, h):
         self.counts["headers"] += 1
@@ -116,6 +119,24 @@ class LinkBridge:
             self.player.start()
         else:
             self.player.bind(names, mapping)
+
+    def power_up(self, sleep):
+        """The robot end switched on before its link: torque on at home (a Player on the
+        robot's own servos, rebound to the stream's rows at its header), standing until its bus
+        IMU board answers and the standing reference is taken (sleep(s) lets the robot's time
+        pass: the OpenCR is silent about 2.9 s after power-up). True when ready (no bus IMU:
+        at once); until the first frame the robot stands by at home (poll)."""
+        if self.player is None:
+            self.started_at = self.clock()
+            self.player = Player(self.robot, self.driver, row_names=[sv.name for sv in self.robot.servos],
+                                 mapping="servo", clock=self.clock, sleep=lambda d: None)
+            self.player.start()
+        self._standing_by = True
+        if self.bus_imu is None:
+            return True
+        return self.bus_imu.wait_ready(sleep, stand=self.player.stand_by)
+
+    _standing_by = False
 
     def _imu(self):
         """The robot's IMU now, read on its bus: (up, rate rad/s, specific force g) in the torso
@@ -166,6 +187,16 @@ class LinkBridge:
                                        getattr(pl, "failsafe_action", None) == "torque_off"):
                 pl.failsafe("torque_off")
             return
+        if self.bus_imu is not None and not self.bus_imu.ready and self.player is not None:
+            # the robot stands (torque on, home) until its board answers: the OpenCR is silent
+            # for about 2.9 s after power-up (its gyro calibration), and the balance needs it
+            # (ROBOTIS' framework waits for it too); one probe a frame, not the silent backoff
+            self.bus_imu.sample()
+            if not self.bus_imu.ready:
+                self.counts["imu_wait"] += 1
+                self.player.stand_by()
+                return
+            self.bus_imu.quiet = 0
         if self.player is None or self.header is None:
             self.counts["no_header"] += 1
             if self._unusable_id is None:       # (the sender's header is known not to fit)
@@ -212,6 +243,12 @@ class LinkBridge:
         """The failsafe (and a home move's next step); True while it is engaged."""
         if self.player is None:
             return False
+        if self._standing_by:
+            # powered up, no frame yet: the robot holds home (no stream has stopped yet)
+            if not self.counts["frames"]:
+                self.player.stand_by()
+                return False
+            self._standing_by = False
         was = self.player.in_failsafe
         on = self.player.poll()
         if on and not was:

@@ -8,7 +8,13 @@
 One READ of 16 bytes at 32 (gyro x/y/z, acc x/y/z, roll, pitch: int16 each, little-endian),
 one status reply of 27 bytes, CRC-16 checked (device/servo/dynamixel.py). A reply that does
 not come (timeout), does not check (CRC, length, id) or carries an error is None: the caller
-keeps its plan for that frame (host/retarget/feedback.py counts it missed).
+keeps its plan for that frame (host/retarget/feedback.py counts it missed). A reply whose
+accelerometer reads exactly 0, 0, 0 (a table the firmware has not written yet) is None too,
+counted not_ready: never a level torso. At power-up the board does not answer for about 2.9 s
+(its gyro calibration): imu.wait_ready(sleep) waits for it before the robot moves, and takes
+the standing reference (STAND_READS still reads at home: the chip's accelerometer offset,
+which the firmware never calibrates, and the board's tilt against the torso's upright home),
+taken off every read() after.
 
 The control table, from ROBOTIS' own code (cited in docs/robots.md, "The OP3's IMU on the bus"):
 - ROBOTIS-GIT/OpenCR 68ec75d8a400949580ecf263e0105ea9743b878e,
@@ -60,6 +66,19 @@ RETURN_DELAY_S = 0.0005
 # reply) it is asked only every PROBE_EVERY-th call (None in between)
 QUIET_LIMIT = 3
 PROBE_EVERY = 100
+# how long a robot end waits for its board at start (wait_ready): the firmware's power-up
+# (emulate/opencr_imu.py: 0.325 s of the chip's set-up, 512 gyro calibration runs at 200 Hz)
+# with room for a slow boot
+WAIT_READY_S = 5.0
+# the standing reference a robot end takes once the board answers, standing still at home:
+# STAND_READS good reads with the gyro under STILL_RAD_S; the torso's up at home on flat feet
+# is STAND_UP (the OP3's zero pose: its torso upright, host/physics/twin.py tilt 0.0 there).
+# What the board reads against it (the MPU-9250's zero-g offset, up to 60-80 mg: 3-5 deg, and
+# its sensitivity errors at that pose; the firmware never calibrates the accelerometer) is
+# taken off every later read: the robot's own data only, as a standing calibration is
+STAND_READS = 25
+STILL_RAD_S = 0.05
+STAND_UP = (0.0, 0.0, 1.0)
 
 
 def request():
@@ -123,6 +142,10 @@ class OpenCRImu:
         self.stats = {"reads": 0, "ok": 0, "timeouts": 0, "bad": 0, "errors": 0}
         self.last = None                  # the last good (up, rate, acc)
         self.last_t = None                # the clock at its read (timed)
+        self.ready = False                # the standing reference is taken (wait_ready)
+        self.acc_off = None               # g, torso frame: the standing reference's offset
+        self.up_off = None                # the board's up against STAND_UP
+        self._stand = []                  # the still reads so far
 
     def request(self):
         return dx.read(self.sid, GYRO_X, BLOCK)
@@ -160,12 +183,66 @@ class OpenCRImu:
         if r[1]:
             self.stats["errors"] += 1
             return None
+        if len(r[2]) == BLOCK and not any(r[2][6:12]):
+            # an accelerometer reading exactly 0, 0, 0 (the table's RAM before the firmware's
+            # loop first wrote it; a chip at rest or falling still reads its zero-g offset and
+            # noise): not a reading of anything, never "level"
+            self.stats["not_ready"] = self.stats.get("not_ready", 0) + 1
+            return None
         s = decode(r[2])
         if s is None:
             self.stats["bad"] += 1
             return None
         self.stats["ok"] += 1
+        if not self.ready:
+            self._standing(s)
         return s
+
+    def _standing(self, s):
+        """A read taken standing at home before the robot moves: the reference, once
+        STAND_READS still ones came (a read with the gyro past STILL_RAD_S starts it again)."""
+        if max(abs(v) for v in s[1]) > STILL_RAD_S:
+            self._stand = []
+            return
+        self._stand.append(s)
+        if len(self._stand) < STAND_READS:
+            return
+        n = float(len(self._stand))
+        # offset = mean(read) - what a torso at home reads (1 g along STAND_UP, up = STAND_UP)
+        self.acc_off = tuple(sum(r[2][k] for r in self._stand) / n - STAND_UP[k] for k in range(3))
+        self.up_off = tuple(sum(r[0][k] for r in self._stand) / n - STAND_UP[k] for k in range(3))
+        self._stand = []
+        self.ready = True
+
+    def corrected(self, s):
+        """(up, rate, acc) with the standing reference taken off: acc - acc_off,
+        (up - up_off) / |.| (the raw sample before the reference is taken)."""
+        if self.acc_off is None:
+            return s
+        up = [s[0][k] - self.up_off[k] for k in range(3)]
+        n = math.sqrt(up[0] * up[0] + up[1] * up[1] + up[2] * up[2])
+        up = tuple(v / n for v in up) if n > 0.5 else s[0]
+        return up, s[1], tuple(s[2][k] - self.acc_off[k] for k in range(3))
+
+    def wait_ready(self, sleep, timeout_s=WAIT_READY_S, every_s=0.02, stand=None):
+        """Ask the board every every_s (sleep(s) lets that time pass: the robot's clock, the
+        robot standing still at home) until it answers and the standing reference is taken
+        (STAND_READS still reads): True, or False after timeout_s. stand() before each wait
+        keeps the robot standing (Player.stand_by: home, torque on, the failsafe fed), as
+        LinkBridge does frame by frame. The OpenCR does not answer at
+        all while its firmware calibrates the gyro at power-up (IMU.begin() in setup(), before
+        the port opens: about 2.9 s), and the robot's balance needs it (ROBOTIS' framework
+        waits for the board the same way). The backoff of a silent board is not applied here."""
+        n = int(timeout_s / every_s) + 1
+        for _ in range(n):
+            if self.sample() is not None:
+                self.quiet = 0
+            if self.ready:
+                return True
+            if stand is not None:
+                stand()
+            sleep(every_s)
+        return False
 
     def read(self, acc=False):
         """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or
@@ -184,6 +261,7 @@ class OpenCRImu:
             s = self.sample()
         if s is None:
             return None
+        s = self.corrected(s)
         return (s[0], s[1], s[2]) if acc else (s[0], s[1])
 
     def timed(self, clock):

@@ -169,6 +169,15 @@ class Player:
         self.stats["frames"] += 1
         return self._command(self.targets(values))
 
+    def stand_by(self):
+        """Hold home with torque on while the robot end is not ready to play (its IMU board not
+        up yet): a command of home through the limiter (ramped), and the robot end alive for
+        the failsafe's timeout as a frame is. Nothing while a failsafe is engaged."""
+        if self.in_failsafe:
+            return None
+        self.last_frame_clock = self._now()
+        return self._command([s.home_deg for s in self.servos], self.robot.ramp_vel_dps)
+
     def update(self, values):
         """A correction between frames (a robot's own balance loop, e.g. host/retarget/live.py
         tick): through the same limiter, but no frame: it neither feeds the failsafe's timeout

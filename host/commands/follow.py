@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import time
 
 HELP = "the robot end of the live link: a capture unit's frames in, the robot's servos out"
 
@@ -85,6 +86,7 @@ def run(args):
     from device.servo.robot import load_robot
     from host.follow_loop import FollowLoop
     from host.retarget.live import TICK_S
+    from device.servo.opencr import WAIT_READY_S
     from host.robot_link import open_link_end, resolve_mapping
 
     _check(args)
@@ -111,6 +113,11 @@ def run(args):
     interrupted = False
     old = _as_interrupt()                   # (before the ready line: a signal after it is caught)
     try:
+        if end.bus_imu and not end.power_up(time.sleep):
+            # (switched on before the link: home, torque on, until the OpenCR answers, about
+            # 2.9 s after its power-up, and the standing reference is taken)
+            print("motionstaff follow: the robot's IMU did not answer in %g s; following, its "
+                  "balance feedback skips the reads it misses" % WAIT_READY_S, file=sys.stderr)
         print("motionstaff follow: listening on %s at %d baud; %s via %s on %s [%s]%s"
               % (args.link, args.link_baud, robot.name, controller, args.port,
                  "pose" if end.mapping == "pose" else (end.mapping or "row map"),

@@ -15,6 +15,7 @@ known IMU is refused (one line, exit 2).
 
 import json
 import sys
+import time
 from functools import partial
 
 HELP = "play a staff on a robot through its servo controller, in real time"
@@ -151,7 +152,7 @@ def run(args):
     player = Player(robot, driver, row_names=staff.names, mapping=args.mapping)
     fb = bus_imu = None
     if args.imu_feedback:
-        from device.servo.opencr import imu_reader
+        from device.servo.opencr import WAIT_READY_S, imu_reader
         from host.retarget.feedback import StaffFeedback
         try:
             bus_imu = imu_reader(robot, driver, staff.fps * args.speed)
@@ -168,6 +169,10 @@ def run(args):
     interrupted = False
     try:
         player.start()
+        if bus_imu is not None and not bus_imu.wait_ready(time.sleep, stand=player.stand_by):
+            # (the OpenCR answers about 2.9 s after power-up: its gyro calibration)
+            print("--imu-feedback: the robot's IMU did not answer in %g s; playing, its feedback "
+                  "skips the frames it misses" % WAIT_READY_S, file=sys.stderr)
         summary = player.play(staff.values, staff.fps, speed=args.speed, loop=args.loop,
                               reverse=args.reverse, first=first, last=last,
                               progress=bar.update if bar is not None else None, on_frame=on_frame,

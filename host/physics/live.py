@@ -47,6 +47,11 @@ class TwinEnd:
         self.end = open_link_end(desc, self.driver, clock, mapping=mapping, imu=imu, fps=fps)
         self.mapping = self.end.mapping
         self.bridge = self.end.bridge
+        # the robot switched on before the link: it stands at home until its OpenCR board
+        # answers and its standing reference is taken (the twin's time runs on meanwhile;
+        # the link's clock starts after)
+        self.end.power_up(self.twin.advance)
+        self.boot_s = self.twin.time_s
         self.run = Run()
         self.run.robot = rm
         self.fall_s = None
@@ -55,7 +60,8 @@ class TwinEnd:
         self.t0 = clock()
 
     def step(self, data):
-        self.twin.advance_to(self.clock())          # the body moves on with the link's time
+        # the body moves on with the link's time (after its power-up's boot_s)
+        self.twin.advance_to(self.clock() - self.t0 + self.boot_s)
         self.end.step(data)
 
     def sample(self):
@@ -112,3 +118,6 @@ class TwinEnd:
             self.bridge.close()
         except OSError:
             pass
+        close = getattr(self.emu, "close", None)
+        if close is not None:
+            close()                             # its OpenCR board off the twin

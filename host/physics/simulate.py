@@ -182,6 +182,8 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         # paced at the baud, the twin's IMU quantised in the board's registers
         bus_imu = imu_reader(desc, driver, played.fps)
         fb = StaffFeedback(res, rm.name, partial(bus_imu.timed, twin.clock))
+        # the robot stands (torque on, home) until its board answers (its power-up calibration)
+        bus_imu.wait_ready(twin.advance, stand=player.stand_by)
     summary = player.play(played.values, played.fps, on_frame=on_frame, adjust=fb)
     # the last command held for settle_s: a fall right after the motion counts
     end = twin.time_s + settle_s
@@ -218,6 +220,8 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     }
     run.report = rep
     run.twin = twin
+    if hasattr(emu, "close"):
+        emu.close()                             # its OpenCR board off the twin
     return run
 
 

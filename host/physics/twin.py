@@ -19,6 +19,7 @@ target), load None.
     body.attach_sensor(fn)    # fn(body) after every physics step: a sensor with its own loop
                               # (the OP3's OpenCR board: emulate/opencr.py) samples the body
                               # on the body's clock, not when a request arrives
+    body.detach_sensor(fn)    # and off again (the emulator's close())
 
 Start: the robot stands on its feet at the zero pose (home_deg), every servo's torque off,
 as at power-up; physics only advances in advance()/step() (or run_realtime in a thread).
@@ -108,6 +109,11 @@ class Twin:
     def attach_sensor(self, fn):
         """fn(twin) is called after every physics step, inside the step (the twin's lock held)."""
         self.sensors.append(fn)
+
+    def detach_sensor(self, fn):
+        """Stop calling fn after each step (a closed emulator's board); one not attached is a no-op."""
+        with self.lock:
+            self.sensors = [f for f in self.sensors if f != fn]
 
     def advance(self, seconds):
         """Step until simulated time has moved on by `seconds` (whole steps)."""

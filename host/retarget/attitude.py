@@ -33,6 +33,7 @@ import math
 TAU_S = 2.0          # the accelerometer's pull, time constant
 LEAD_S = 0.010       # the tilt led along the rate by this long (the gyro path's lag)
 MAX_GAP_S = 0.1      # a longer gap between reads starts again from the board's up
+START_G_TOL = 0.05   # a start takes the accelerometer's direction when |a| is this near 1 g
 # a rate beyond any gyro's full scale (the OpenCR's MPU9250 at +-2000 deg/s reads at most 1998)
 # is not a reading: one tick of 1e6 rad/s turned the estimate 90 deg (its lead upside down)
 MAX_RATE_RAD_S = math.radians(2000.0)
@@ -54,6 +55,12 @@ def _unit(v):
     if not (n > 1e-9 and math.isfinite(n)):
         return None
     return (x / n, y / n, z / n)
+
+
+def _near_1g(v):
+    """|v| within START_G_TOL of 1 g (v already known to be three finite numbers)."""
+    n = math.sqrt(sum(float(c) * float(c) for c in v))
+    return abs(n - 1.0) <= START_G_TOL
 
 
 def _finite3(v):
@@ -89,7 +96,12 @@ class TiltEstimator:
             return None
         a = _unit(acc_g)
         if self.e is None or self.t is None or t < self.t or t - self.t > self.max_gap_s:
-            e = _unit(up_board) or a
+            # a start: from the accelerometer when it reads about 1 g (a body near still), not
+            # the board's Madgwick: a board just out of its power-up calibration answers level
+            # (q = 1, 0, 0, 0) and turns to the tilt at 2 beta = 11.5 deg/s at most
+            # (an accelerometer that reads nothing, 0 0 0 or not finite, is no start: no
+            # estimate rather than the board's "level")
+            e = None if a is None else a if _near_1g(acc_g) else (_unit(up_board) or a)
             if e is None:
                 self.stats["bad"] += 1
                 return None

@@ -78,7 +78,7 @@ class AnkleStabiliser:
         """(g, w) arrays, the torso's up and rate rad/s (torso frame) from one IMU read, or
         None (no read, not 3-vectors, not finite, a zero up, the estimate's bad input).
         sample: (up, rate) or (up, rate, acc_g, t_s); with the accelerometer and the read's
-        time the up is the host's estimate, the board's own only starts it."""
+        time the up is the host's estimate (TiltEstimator: the board's own up at most starts it)."""
         try:
             up, w = sample[0], sample[1]
             timed = len(sample) >= 4

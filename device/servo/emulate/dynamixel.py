@@ -216,6 +216,11 @@ class DynamixelEmulator(Emulator):
             out += dx.status(sid, 0)
         return out
 
+    def close(self):
+        """The emulator discarded: its boards leave the body (host/physics/twin.py detach_sensor)."""
+        for b in self.boards.values():
+            b.close()
+
     def tick(self):
         """Apply the bus watchdog: servos with torque on and a watchdog set stop when the bus
         was silent longer than their setting."""

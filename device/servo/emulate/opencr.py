@@ -36,7 +36,7 @@ def _board(v):
 
 
 class OpenCRBoard:
-    def __init__(self, sid=opencr.OPENCR_ID, body=None):
+    def __init__(self, sid=opencr.OPENCR_ID, body=None, seed=None):
         self.sid = sid
         self.body = body
         t = bytearray(TABLE_BYTES)
@@ -52,9 +52,22 @@ class OpenCRBoard:
         attach = getattr(body, "attach_sensor", None)
         if attach is not None:
             up, _ = body.imu()
-            self.imu = BoardImu(_board(up), seed=sid)
+            # seed: the board's own chip (its offsets, sensitivities, noise); the default is its id
+            self.imu = BoardImu(_board(up), seed=sid if seed is None else seed)
             self.table[opencr.GYRO_X:opencr.YAW + 2] = self.imu.registers()
             attach(self._on_step)
+
+    def close(self):
+        """Take the board off its body (a discarded emulator's board no longer runs on the twin)."""
+        detach = getattr(self.body, "detach_sensor", None)
+        if self.imu is not None and detach is not None:
+            detach(self._on_step)
+
+    def answering(self):
+        """False while the firmware is still in its setup() (IMU.begin()'s calibration): no reply."""
+        if self.imu is None:
+            return True
+        return self.imu.answering(self.body.time_s)
 
     def _on_step(self, body):
         """Every physics step: the chip sees the torso's rate and specific force (board axes)."""
@@ -87,7 +100,10 @@ class OpenCRBoard:
         self.table[opencr.GYRO_X:opencr.GYRO_X + opencr.BLOCK] = regs
 
     def read(self, a, n):
-        """The status packet to a read of n bytes at a (a sync read's share too)."""
+        """The status packet to a read of n bytes at a (a sync read's share too; b"" while
+        the firmware has not opened its port)."""
+        if not self.answering():
+            return b""
         if a >= TABLE_BYTES:
             return dx.status(self.sid, DATA_LENGTH_ERROR)
         if a < opencr.YAW + 2 and a + n > opencr.GYRO_X:
@@ -101,8 +117,10 @@ class OpenCRBoard:
                 self.table[a + k] = b
 
     def run(self, sid, inst, p):
-        """The reply to a ping, read or write addressed to the board (b"" when none; a sync
-        read's share is read())."""
+        """The reply to a ping, read or write addressed to the board (b"" when none, and while
+        the firmware has not opened its port; a sync read's share is read())."""
+        if not self.answering():
+            return b""
         if inst == dx.PING:
             return dx.status(self.sid, 0, struct.pack("<HB", opencr.MODEL_NUMBER, self.table[2]))
         if inst == dx.READ and len(p) == 4 and sid == self.sid:
