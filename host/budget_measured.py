@@ -18,6 +18,9 @@ joint and ACL's virtual points (3 cm along each bone's axes, host/fkerror.py), e
 3. Exchange (host/budget_exchange.py): a row one grid step coarser where another row, whose
    chain covers every point that then goes over E, takes a finer one and the pair saves bits.
 
+Staff.refit then chooses the codes on these steps jointly per frame (host/budget_rounding.py:
+no frame's largest error grows, the others shrink), not by rounding each row alone.
+
 The errors are added through the Jacobian of the points (linear in the decoding errors, which
 are below 1e-3 rad: the second-order term is below 1e-4 mm on the CMU clips), then checked by
 exact forward kinematics of the decoded values (all frames). What the file then states is measured on this clip: every joint

@@ -8,6 +8,8 @@
     assert (from_planes(planes, orders, codes.shape[1]) == codes).all()
     orders, refs = choose(codes, missing)          # dxp with rows predicted from earlier rows
     planes = to_planes(codes, orders, refs)
+    planes = sort_low(planes)                      # dxs: the low planes by their high planes' sums
+    assert (unsort_low(planes) == to_planes(codes, orders, refs)).all()
 
 Same integers as the pure version (tests check it with hypothesis): the n-th difference of
 each row along time (mod 2^16, signed; n = 2 for d2p), zigzagged, high bytes of every row
@@ -173,6 +175,28 @@ def to_planes(codes, orders=None, refs=()):
             d[k] = d[k] - _predicted(ms, _diff(c[js], int(o[k])))
         z = _zigzag(d[kept])
     return np.concatenate([z >> 8, z & 0xFF], axis=0).astype(np.uint8)
+
+
+def low_order(hi):
+    """dxs: (rows,) the stored rows in the order their low planes are written (the pure twin's
+    low_order): by the sum of the row's high bytes, ties in row order."""
+    return np.argsort(np.asarray(hi, np.int64).sum(axis=1), kind="stable")
+
+
+def sort_low(planes, order=None):
+    """dxs: the planes with the low half in low_order of the high half (or order)."""
+    p = np.asarray(planes)
+    n = p.shape[0] // 2
+    return np.concatenate([p[:n], p[n:][low_order(p[:n]) if order is None else order]], axis=0)
+
+
+def unsort_low(planes, order=None):
+    """The inverse of sort_low: the low half back in row order."""
+    p = np.asarray(planes)
+    n = p.shape[0] // 2
+    out = p.copy()
+    out[n + (low_order(p[:n]) if order is None else np.asarray(order, int))] = p[n:]
+    return out
 
 
 def from_planes(planes, orders=None, frames=None, refs=()):

@@ -298,11 +298,20 @@ class Staff:
             lo, hi, b, how = budget_ranges(self, max_error_mm, bits=bits, bound=bound, how=True)
             rows = [r._replace(lo=float(a), hi=float(c)) for r, a, c in zip(self.rows, lo, hi)]
             meta["max_error_mm"] = float(max_error_mm)
+            values = self.values.copy()
             if how == "measured":
                 meta["max_error_bound"] = how
+                # the codes chosen jointly per frame (host/budget_rounding.py): the values are
+                # then the decoded ones, what the file will hold
+                from host.budget import _skeleton
+                from host.budget_rounding import joint_codes
+
+                codes = joint_codes(_skeleton(self), values, lo, hi, b, max_error_mm)
+                if codes is not None:
+                    values = decode(codes, lo, hi, b)
             from host.budget_check import stamp
 
-            return stamp(Staff(self.values.copy(), rows, self.fps, b, self.skeleton, meta))
+            return stamp(Staff(values, rows, self.fps, b, self.skeleton, meta))
         if ranges == "fit":
             lo, hi = fit_ranges(self.values, self.bits, min_span)
         elif ranges == "skeleton":

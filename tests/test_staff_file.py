@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from PIL import Image
 
 from host.pngrows import _candidates, filter_rows, unfilter_rows
-from host.rowtransform import choose, to_planes
+from host.rowtransform import choose, low_order, sort_low, to_planes
 from host.staff import Row, Staff
 from host.stafffile import decode_png, encode_png, palette_rgb, read_staff, write_staff
 from protocol.errors import FormatError
@@ -37,13 +37,16 @@ def test_round_trip_is_exact(tmp_path, bits, transform, missing):
     assert np.array_equal(back.values, s.quantised().values, equal_nan=True)
     assert back.meta["source"] == "test"
     # any PNG reader opens it: Pillow sees the pixels as the codes (or, 16 bits by default, as
-    # the 8-bit byte planes of each row's chosen differences, 2 x rows rows)
+    # the 8-bit byte planes of each row's chosen differences, 2 x rows rows, the low planes in
+    # the order of their high planes' sums)
     im = Image.open(p)
     codes, mask = s.codes()
     if bits == 16 and transform == "auto":
         orders, refs = choose(codes, mask)
         kept = mask[np.asarray(orders) >= 0]
-        codes, mask = to_planes(codes, orders, refs), np.concatenate([kept, kept])
+        planes = to_planes(codes, orders, refs)
+        order = low_order(planes[:len(kept)])
+        codes, mask = sort_low(planes, order), sort_low(np.concatenate([kept, kept]), order)
     assert im.size == (s.frames, codes.shape[0])
     a = np.asarray(im)
     if not missing:
