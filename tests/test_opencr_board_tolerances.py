@@ -203,3 +203,29 @@ def test_a_stream_that_comes_before_the_board_is_up_waits_standing(monkeypatch):
     # power_up)
     assert c["frames"] > 20 and c["failsafe_engaged"] == 1 and not rep["fell"]
     assert ends[0].boot_s == 0.0
+
+
+def test_a_standing_reference_far_from_home_is_refused_not_baked_in():
+    """A robot lying on its back (gravity along the torso's x), held tilted 10 deg in the air,
+    or a board whose own up is 15 deg off: still reads, but no chip within its spec reads so
+    at home: refused (stand_refused), never ready, read() not "corrected" to upright; a chip at
+    the bound (119 mg x, y, 1 g + 119 mg z) is taken."""
+    import math as m
+    still = (0.0, 0.0, 0.0)
+    t10 = m.radians(10.0)
+    t15 = m.radians(15.0)
+    cases = [((1.0, 0.0, 0.0), (1.0, 0.0, 0.0)),                          # lying on its back
+             ((0.0, m.sin(t10), m.cos(t10)), (0.0, m.sin(t10), m.cos(t10))),   # held tilted
+             ((m.sin(t15), 0.0, m.cos(t15)), (0.0, 0.0, 1.0))]            # the board's up only
+    for up, acc in cases:
+        imu = opencr.OpenCRImu(None)
+        for _ in range(3 * opencr.STAND_READS):
+            imu._standing((up, still, acc))
+        assert not imu.ready and imu.acc_off is None and imu.stats["stand_refused"] == 3
+        assert imu.corrected((up, still, acc)) == (up, still, acc)
+    imu = opencr.OpenCRImu(None)
+    worst = (0.119, -0.119, 1.119)
+    for _ in range(opencr.STAND_READS):
+        imu._standing(((0.0, 0.0, 1.0), still, worst))
+    assert imu.ready and "stand_refused" not in imu.stats
+    assert max(abs(a - b) for a, b in zip(imu.acc_off, (0.119, -0.119, 0.119))) < 1e-12

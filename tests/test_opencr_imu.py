@@ -218,7 +218,9 @@ def test_the_emulator_serves_the_twins_tilt_through_the_bytes_in_wire_time():
             twin.data.qpos[:] = pose
             twin.data.qvel[:] = 0
             twin.step()
-    assert imu.wait_ready(hold)
+    # (answering, but tipped 20 deg: not a robot standing at home, no standing reference)
+    assert not imu.wait_ready(hold, timeout_s=4.0)
+    assert imu.stats["stand_refused"] >= 1 and imu.acc_off is None
     up, rate, acc = imu.sample()
     # (posed in the air the body falls within each held step: its accelerometer reads its
     # offsets more than gravity, so the tilt is not checked here; test_opencr_firmware_imu.py)
