@@ -166,6 +166,7 @@ class OpenCRImu:
         self.last = None                  # the last good (up, rate, acc)
         self.last_t = None                # the clock at its read (timed)
         self.ready = False                # the standing reference is taken (wait_ready)
+        self.standing = False             # the robot stands still at home: reads count for it
         self.acc_off = None               # g, torso frame: the standing reference's offset
         self.up_off = None                # the board's up against STAND_UP
         self._stand = []                  # the still reads so far
@@ -218,7 +219,10 @@ class OpenCRImu:
             return None
         self.stats["ok"] += 1
         if not self.ready:
-            self._standing(s)
+            if self.standing:
+                self._standing(s)
+            else:
+                self._stand = []          # (moving, ramping home: no read of the reference's)
         return s
 
     def _standing(self, s):
@@ -262,15 +266,27 @@ class OpenCRImu:
         the port opens: about 2.9 s), and the robot's balance needs it (ROBOTIS' framework
         waits for the board the same way). The backoff of a silent board is not applied here."""
         n = int(timeout_s / every_s) + 1
+        # the reference's reads are the ones after stand() said the robot is at home (True:
+        # Player.stand_by's limiter at home); without stand, the caller's word it stands
+        home = stand is None
         for _ in range(n):
-            if self.sample() is not None:
+            if self.stand_sample(home) is not None:
                 self.quiet = 0
             if self.ready:
                 return True
             if stand is not None:
-                stand()
+                home = stand() is True
             sleep(every_s)
         return False
+
+    def stand_sample(self, at_home):
+        """sample(), its read counted for the standing reference when at_home (the robot
+        standing at home, its servos there); not at home, the reference's reads start again."""
+        self.standing = bool(at_home)
+        try:
+            return self.sample()
+        finally:
+            self.standing = False
 
     def read(self, acc=False):
         """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or
