@@ -161,7 +161,7 @@ def test_the_robot_end_takes_a_standing_reference_off_the_chips_offsets():
     emu = DynamixelEmulator(ids=(1,), clock=lambda: body.time_s, body=body, imu_id=200)
     imu = opencr.OpenCRImu(open_driver("dynamixel", SimPort(emu, body, 1000000)))
     stands = []
-    assert imu.wait_ready(body.advance, stand=lambda: stands.append(body.time_s))
+    assert imu.wait_ready(body.advance, stand=lambda: stands.append(body.time_s) or True)
     # (each cycle 0.026 s: the 0.02 s wait and the read's bus time, each rounded up to the
     # stub's 2 ms steps; the first read after the calibration is not still: the 3-sample mean
     # still holds two uncalibrated samples, as in the firmware)
@@ -203,3 +203,76 @@ def test_a_stream_that_comes_before_the_board_is_up_waits_standing(monkeypatch):
     # power_up)
     assert c["frames"] > 20 and c["failsafe_engaged"] == 1 and not rep["fell"]
     assert ends[0].boot_s == 0.0
+
+
+def test_a_standing_reference_far_from_home_is_refused_not_baked_in():
+    """A robot lying on its back (gravity along the torso's x), held tilted 10 deg in the air,
+    or a board whose own up is 15 deg off: still reads, but no chip within its spec reads so
+    at home: refused (stand_refused), never ready, read() not "corrected" to upright; a chip at
+    the bound (119 mg x, y, 1 g + 119 mg z) is taken."""
+    import math as m
+    still = (0.0, 0.0, 0.0)
+    t10 = m.radians(10.0)
+    t15 = m.radians(15.0)
+    cases = [((1.0, 0.0, 0.0), (1.0, 0.0, 0.0)),                          # lying on its back
+             ((0.0, m.sin(t10), m.cos(t10)), (0.0, m.sin(t10), m.cos(t10))),   # held tilted
+             ((m.sin(t15), 0.0, m.cos(t15)), (0.0, 0.0, 1.0))]            # the board's up only
+    for up, acc in cases:
+        imu = opencr.OpenCRImu(None)
+        for _ in range(3 * opencr.STAND_READS):
+            imu._standing((up, still, acc))
+        assert not imu.ready and imu.acc_off is None and imu.stats["stand_refused"] == 3
+        assert imu.corrected((up, still, acc)) == (up, still, acc)
+    imu = opencr.OpenCRImu(None)
+    worst = (0.119, -0.119, 1.119)
+    for _ in range(opencr.STAND_READS):
+        imu._standing(((0.0, 0.0, 1.0), still, worst))
+    assert imu.ready and "stand_refused" not in imu.stats
+    assert max(abs(a - b) for a, b in zip(imu.acc_off, (0.119, -0.119, 0.119))) < 1e-12
+
+
+class _LeanThenHome:
+    """A driver whose board answers at once (the host restarted, the robot already on), its
+    torso leaning 5 deg (a crouch the robot was left in: within the reference's bound) and
+    moving slowly, under the gyro's still threshold, while the robot ramps home; upright
+    at home after."""
+
+    def __init__(self):
+        self.stats = {"timeouts": 0}
+        self.home = False
+
+    def flush_input(self):
+        pass
+
+    def write(self, b):
+        pass
+
+    def read_status(self, sid, n):
+        t = 0.0 if self.home else math.radians(5.0)
+        up = (math.sin(t), 0.0, math.cos(t))
+        rate = (0.0, 0.0 if self.home else 0.02, 0.0)
+        return b"x", (sid, 0, opencr.encode(up, rate, up))
+
+
+def test_the_standing_reference_is_taken_at_home_not_on_the_way_there():
+    """wait_ready takes the reference only from reads after stand() said the robot is at home
+    (Player.stand_by: the limiter at home): not from a lean on the way (it would be "upright"
+    for ever after, inside the bound); a board sampled while not standing (play's feedback
+    reads after a wait_ready that gave up: the robot moving) never takes one."""
+    drv = _LeanThenHome()
+    imu = opencr.OpenCRImu(drv)
+    calls = []
+
+    def stand():
+        calls.append(1)
+        drv.home = len(calls) > 2 * opencr.STAND_READS       # ramping home for 50 cycles
+        return drv.home
+    assert imu.wait_ready(lambda s: None, stand=stand)
+    # (the 51st stand() is the first at home: the 25 reads after it are the reference's)
+    assert len(calls) == 3 * opencr.STAND_READS
+    assert max(abs(v) for v in imu.acc_off) < 0.002          # the encode's rounding only
+    moving = opencr.OpenCRImu(_LeanThenHome())
+    assert not moving.wait_ready(lambda s: None, timeout_s=0.1, stand=lambda: False)
+    for _ in range(3 * opencr.STAND_READS):
+        moving.sample()
+    assert not moving.ready and moving.acc_off is None

@@ -199,3 +199,26 @@ def test_play_retargets_by_pose_by_default(tmp_path, capsys):
     cap = capsys.readouterr()
     assert "pose retargeting onto 20 servos" in cap.err
     assert json.loads(cap.out.strip().splitlines()[-1])["mapping"] == "servo"
+
+
+def test_a_skeleton_with_legs_of_no_length_gets_no_crouch_not_a_nan_target(monkeypatch):
+    """The crouch reference divides the hip's height over the ankles by the person's leg
+    (thigh + shank): a skeleton whose left knee and ankle sit on its hip (a leg of length 0)
+    gives no crouch (the robot stands straight), never a NaN torso target (it was: the IK's
+    qpos NaN, a LinAlgError in the sag's solve)."""
+    pytest.importorskip("mujoco")
+    import host.retarget.pose as pose
+    from host.bvh import read_bvh
+    here = os.path.dirname(os.path.abspath(__file__))
+    s = read_bvh(os.path.join(here, "..", "host", "data", "131_03_short.bvh"))
+    s = Staff(s.values[:, :20], s.rows, fps=s.fps, bits=s.bits, skeleton=s.skeleton, meta=s.meta)
+    frames = pose.person_frames
+
+    def no_leg(staff, need):
+        hp, wp = frames(staff, need)
+        wp["l_knee"] = wp["l_hip"].copy()
+        wp["l_ankle"] = wp["l_hip"].copy()
+        return hp, wp
+    monkeypatch.setattr(pose, "person_frames", no_leg)
+    r = pose.retarget_to_robot(s, "op3-dynamixel", lead_in_s=0.2)
+    assert np.isfinite(r.staff.values).all()

@@ -137,6 +137,7 @@ class LinkBridge:
         return self.bus_imu.wait_ready(sleep, stand=self.player.stand_by)
 
     _standing_by = False
+    _at_home = False        # the last stand_by() found the robot at home
 
     def _imu(self):
         """The robot's IMU now, read on its bus: (up, rate rad/s, specific force g) in the torso
@@ -191,10 +192,11 @@ class LinkBridge:
             # the robot stands (torque on, home) until its board answers: the OpenCR is silent
             # for about 2.9 s after power-up (its gyro calibration), and the balance needs it
             # (ROBOTIS' framework waits for it too); one probe a frame, not the silent backoff
-            self.bus_imu.sample()
+            # (its read counts for the standing reference once the robot stood at home)
+            self.bus_imu.stand_sample(self._at_home)
             if not self.bus_imu.ready:
                 self.counts["imu_wait"] += 1
-                self.player.stand_by()
+                self._at_home = self.player.stand_by()
                 return
             self.bus_imu.quiet = 0
         if self.player is None or self.header is None:
@@ -246,7 +248,7 @@ class LinkBridge:
         if self._standing_by:
             # powered up, no frame yet: the robot holds home (no stream has stopped yet)
             if not self.counts["frames"]:
-                self.player.stand_by()
+                self._at_home = self.player.stand_by()
                 return False
             self._standing_by = False
         was = self.player.in_failsafe

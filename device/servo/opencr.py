@@ -79,6 +79,16 @@ WAIT_READY_S = 5.0
 STAND_READS = 25
 STILL_RAD_S = 0.05
 STAND_UP = (0.0, 0.0, 1.0)
+# a reference further from home than a chip within its spec reads there is refused (counted
+# stand_refused, taken again): the zero-g offset (+-60 mg x, y, +-80 mg z) and, at 1 g, the
+# cross-axis (+-2 %: x, y) and sensitivity (+-3 %: z) errors, 80, 80, 110 mg, and the torso's
+# own tilt at home (its servos' zeros, the board's seat: 2 deg, 35 mg; the OP3 twin's seed-200
+# chip reads 81 mg on x there): 120 mg each, 7 deg. A robot lying down or held tilted reads up
+# to 1 g off: taken, that would be "upright" for ever after
+ACC_OFF_MAX_G = (0.12, 0.12, 0.12)
+# and a board whose own up is further than this from STAND_UP (the same errors: 0.12 g on
+# x and y over 1 - 0.12 g, 10.9 deg)
+UP_OFF_MAX_DEG = 11.0
 
 
 def request():
@@ -127,6 +137,19 @@ def decode(params):
     return up, rate, acc
 
 
+def _home_like(acc_off, up):
+    """True when a standing reference's offset (g) and mean up are what a chip within its spec
+    reads at home (ACC_OFF_MAX_G, UP_OFF_MAX_DEG), not a robot lying down or held tilted."""
+    if not all(abs(acc_off[k]) <= ACC_OFF_MAX_G[k] for k in range(3)):
+        return False
+    n = math.sqrt(sum(v * v for v in up))
+    if not n > 0.5:
+        return False
+    # tilt = acos(up . STAND_UP / |up|)
+    c = sum(up[k] * STAND_UP[k] for k in range(3)) / n
+    return math.degrees(math.acos(max(-1.0, min(1.0, c)))) <= UP_OFF_MAX_DEG
+
+
 class OpenCRImu:
     """The board read through the robot's Dynamixel driver, once per call (one frame; every
     Nth with every=N, the last sample between); a board whose reads timed out QUIET_LIMIT
@@ -143,6 +166,7 @@ class OpenCRImu:
         self.last = None                  # the last good (up, rate, acc)
         self.last_t = None                # the clock at its read (timed)
         self.ready = False                # the standing reference is taken (wait_ready)
+        self.standing = False             # the robot stands still at home: reads count for it
         self.acc_off = None               # g, torso frame: the standing reference's offset
         self.up_off = None                # the board's up against STAND_UP
         self._stand = []                  # the still reads so far
@@ -195,7 +219,10 @@ class OpenCRImu:
             return None
         self.stats["ok"] += 1
         if not self.ready:
-            self._standing(s)
+            if self.standing:
+                self._standing(s)
+            else:
+                self._stand = []          # (moving, ramping home: no read of the reference's)
         return s
 
     def _standing(self, s):
@@ -209,9 +236,14 @@ class OpenCRImu:
             return
         n = float(len(self._stand))
         # offset = mean(read) - what a torso at home reads (1 g along STAND_UP, up = STAND_UP)
-        self.acc_off = tuple(sum(r[2][k] for r in self._stand) / n - STAND_UP[k] for k in range(3))
-        self.up_off = tuple(sum(r[0][k] for r in self._stand) / n - STAND_UP[k] for k in range(3))
+        acc_off = tuple(sum(r[2][k] for r in self._stand) / n - STAND_UP[k] for k in range(3))
+        up = tuple(sum(r[0][k] for r in self._stand) / n for k in range(3))
         self._stand = []
+        if not _home_like(acc_off, up):
+            self.stats["stand_refused"] = self.stats.get("stand_refused", 0) + 1
+            return
+        self.acc_off = acc_off
+        self.up_off = tuple(up[k] - STAND_UP[k] for k in range(3))
         self.ready = True
 
     def corrected(self, s):
@@ -234,15 +266,27 @@ class OpenCRImu:
         the port opens: about 2.9 s), and the robot's balance needs it (ROBOTIS' framework
         waits for the board the same way). The backoff of a silent board is not applied here."""
         n = int(timeout_s / every_s) + 1
+        # the reference's reads are the ones after stand() said the robot is at home (True:
+        # Player.stand_by's limiter at home); without stand, the caller's word it stands
+        home = stand is None
         for _ in range(n):
-            if self.sample() is not None:
+            if self.stand_sample(home) is not None:
                 self.quiet = 0
             if self.ready:
                 return True
             if stand is not None:
-                stand()
+                home = stand() is True
             sleep(every_s)
         return False
+
+    def stand_sample(self, at_home):
+        """sample(), its read counted for the standing reference when at_home (the robot
+        standing at home, its servos there); not at home, the reference's reads start again."""
+        self.standing = bool(at_home)
+        try:
+            return self.sample()
+        finally:
+            self.standing = False
 
     def read(self, acc=False):
         """(up, rate rad/s) in the torso frame, as host/retarget/feedback.py reads an IMU, or

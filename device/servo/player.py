@@ -172,11 +172,15 @@ class Player:
     def stand_by(self):
         """Hold home with torque on while the robot end is not ready to play (its IMU board not
         up yet): a command of home through the limiter (ramped), and the robot end alive for
-        the failsafe's timeout as a frame is. Nothing while a failsafe is engaged."""
+        the failsafe's timeout as a frame is. True once the limiter is at home (the robot
+        standing there: its IMU's standing reference may be taken); nothing, False, while a
+        failsafe is engaged."""
         if self.in_failsafe:
-            return None
+            return False
         self.last_frame_clock = self._now()
-        return self._command([s.home_deg for s in self.servos], self.robot.ramp_vel_dps)
+        home = [s.home_deg for s in self.servos]
+        self._command(home, self.robot.ramp_vel_dps)
+        return self.limiter.at(home)
 
     def update(self, values):
         """A correction between frames (a robot's own balance loop, e.g. host/retarget/live.py

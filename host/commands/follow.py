@@ -116,8 +116,11 @@ def run(args):
         if end.bus_imu and not end.power_up(time.sleep):
             # (switched on before the link: home, torque on, until the OpenCR answers, about
             # 2.9 s after its power-up, and the standing reference is taken)
-            print("motionstaff follow: the robot's IMU did not answer in %g s; following, its "
-                  "balance feedback skips the reads it misses" % WAIT_READY_S, file=sys.stderr)
+            # (or it answered but not upright and still at home: no standing reference; the
+            # bridge holds the frames, standing at home, until it is taken)
+            print("motionstaff follow: the robot's IMU gave no standing reference in %g s (no "
+                  "answer, or not upright and still at home); standing at home until it does"
+                  % WAIT_READY_S, file=sys.stderr)
         print("motionstaff follow: listening on %s at %d baud; %s via %s on %s [%s]%s"
               % (args.link, args.link_baud, robot.name, controller, args.port,
                  "pose" if end.mapping == "pose" else (end.mapping or "row map"),

@@ -171,8 +171,10 @@ def run(args):
         player.start()
         if bus_imu is not None and not bus_imu.wait_ready(time.sleep, stand=player.stand_by):
             # (the OpenCR answers about 2.9 s after power-up: its gyro calibration)
-            print("--imu-feedback: the robot's IMU did not answer in %g s; playing, its feedback "
-                  "skips the frames it misses" % WAIT_READY_S, file=sys.stderr)
+            # (or not upright and still at home: its reference refused, its reads uncorrected)
+            print("--imu-feedback: the robot's IMU gave no standing reference in %g s (no answer, "
+                  "or not upright and still at home); playing, its feedback skips the frames it "
+                  "misses" % WAIT_READY_S, file=sys.stderr)
         summary = player.play(staff.values, staff.fps, speed=args.speed, loop=args.loop,
                               reverse=args.reverse, first=first, last=last,
                               progress=bar.update if bar is not None else None, on_frame=on_frame,

@@ -312,8 +312,13 @@ def retarget_to_robot(staff, robot_name, balance=True, fps=None, max_retime=MAX_
         z = wp["mid_hip"][:, 2] - np.percentile(np.minimum(wp["l_ankle"][:, 2], wp["r_ankle"][:, 2]), 3)
         leg = float(np.median(np.linalg.norm(wp["l_hip"] - wp["l_knee"], axis=1)
                               + np.linalg.norm(wp["l_knee"] - wp["l_ankle"], axis=1)))
-        # (no lower than 0.7: deeper, the torso would sink to where a fall is counted)
-        height = np.clip(_resample(z / leg, t_src), 0.7, 1.0)
+        # (no lower than 0.7: deeper, the torso would sink to where a fall is counted; a leg
+        # of no length, a skeleton's knee and ankle on its hip, gives no height: the robot
+        # stands straight, not a NaN target for its torso)
+        if np.isfinite(leg) and leg > 0.0:
+            with np.errstate(invalid="ignore", over="ignore"):
+                r = z / leg
+            height = np.clip(_resample(np.where(np.isfinite(r), r, 1.0), t_src), 0.7, 1.0)
     qs = _solve(body, D, out_fps, humanoid, swing_l, swing_r, iterations, collisions, height,
                 converge_first=L == 0, lead=L)
     deg = body.to_servo_deg(qs[:, body.qadr])
