@@ -18,75 +18,65 @@ the caller's one-line error (nothing moved yet); one that fails while reopening 
 
 import time
 
+from device.servo.transport import ReconnectingPort
+
 
 class FollowLoop:
     def __init__(self, open_link, end, clock=None, sleep=None, tick_s=0.005, reopen_s=0.5,
                  read_max=4096):
-        self.open_link = open_link
         self.end = end
         self.clock = clock or time.monotonic
         self.sleep = sleep or time.sleep
         self.tick_s = tick_s
-        self.reopen_s = reopen_s
         self.read_max = read_max
-        self.link = open_link()                 # OSError: the caller's one-line error
-        self._down_at = None                    # the clock when the link failed, while it is down
+        first = [open_link()]                   # OSError: the caller's one-line error
+
+        def opener(url, baud, timeout_s):
+            return first.pop() if first else open_link()
+        # the project's reconnecting port (device/servo/transport.py): a port that fails is
+        # closed and opened again at most every reopen_s
+        self.link = ReconnectingPort("the link", retry_s=reopen_s, clock=self.clock, opener=opener)
         self._stop = False
-        self.stats = {"bytes_in": 0, "bytes_out": 0, "turns": 0, "link_errors": 0, "reopens": 0,
-                      "reopen_failures": 0}
+        self._io = {"bytes_in": 0, "bytes_out": 0, "turns": 0}
+
+    @property
+    def stats(self):
+        """bytes_in, bytes_out, turns, link_errors (ports lost), reopens, reopen_failures."""
+        rp = self.link
+        return dict(self._io, link_errors=rp.disconnects, reopens=rp.reconnects,
+                    reopen_failures=rp.failures)
 
     def stop(self):
         self._stop = True
 
     def turn(self):
         """One turn of the loop (see the module's docstring)."""
-        self.stats["turns"] += 1
-        if self.link is None:
-            self._reopen()
-            if self.link is None:
-                self.sleep(self.tick_s)         # no port to wait on: the tick is the wait
-                self.end.step(b"")              # the failsafe's home move goes on
-                return
-        try:
-            n = self.link.in_waiting
-            data = self.link.read(min(self.read_max, n) if n else 1)
-        except (OSError, ValueError) as e:      # (pyserial raises SerialException: an OSError)
-            self._lost(e)
+        self._io["turns"] += 1
+        rp = self.link
+        lost = rp.disconnects
+        n = rp.in_waiting                       # (0 and an attempt to reopen while it is gone)
+        data = rp.read(min(self.read_max, n) if n else 1) if rp.port is not None else b""
+        if rp.disconnects > lost:
+            self._lost()
             return
-        self.stats["bytes_in"] += len(data)
+        if rp.port is None:
+            self.sleep(self.tick_s)             # no port to wait on: the tick is the wait
+            self.end.step(b"")                  # the failsafe's home move goes on
+            return
+        self._io["bytes_in"] += len(data)
         reply = self.end.step(data)
         if reply:
             try:
-                self.link.write(reply)
-                self.stats["bytes_out"] += len(reply)
-            except (OSError, ValueError) as e:
-                self._lost(e)
+                rp.write(reply)
+                self._io["bytes_out"] += len(reply)
+            except OSError:
+                self._lost()
 
-    def _lost(self, error):
-        self.stats["link_errors"] += 1
-        self.last_error = str(error).splitlines()[0] if str(error) else error.__class__.__name__
+    def _lost(self):
         pl = self.end.bridge.player
         if pl is not None and not pl.in_failsafe:
             pl.failsafe()                       # at once: no frames will come on this port
             self.end.bridge.counts["failsafe_engaged"] += 1
-        try:
-            self.link.close()
-        except (OSError, ValueError):
-            pass
-        self.link = None
-        self._down_at = self.clock()
-
-    def _reopen(self):
-        if self.clock() - self._down_at < self.reopen_s:
-            return
-        self._down_at = self.clock()
-        try:
-            self.link = self.open_link()
-        except (OSError, ValueError):
-            self.stats["reopen_failures"] += 1
-            return
-        self.stats["reopens"] += 1
-        self._down_at = None
 
     def run(self, duration_s=None, frames=None):
         """Turns until duration_s on the clock, frames received (acted on or superseded by a
@@ -101,9 +91,4 @@ class FollowLoop:
             self.turn()
 
     def close(self):
-        if self.link is not None:
-            try:
-                self.link.close()
-            except (OSError, ValueError):
-                pass
-            self.link = None
+        self.link.close()

@@ -180,7 +180,7 @@ def test_a_lost_link_is_the_failsafe_at_once_and_is_reopened():
     while clock.t < t_lost + 0.49:
         clock.t += 0.005
         loop.turn()
-    assert loop.stats["reopen_failures"] == 0 and loop.link is None   # not tried before reopen_s
+    assert loop.stats["reopen_failures"] == 0 and loop.link.port is None   # not tried before reopen_s
     clock.t += 0.02
     loop.turn()
     assert loop.stats["reopen_failures"] == 1                    # tried once, the port is gone

@@ -86,7 +86,9 @@ def test_emulate_json_log_on_sigterm(tmp_path):
 
 
 @pytest.mark.skipif(not CLIP.exists(), reason="CMU clip not found at ../shared/data/bvh/131_01.bvh")
-def test_ctrl_c_leaves_robot_in_failsafe(tmp_path):
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_leaves_robot_in_failsafe(tmp_path, sig):
+    """Ctrl-C, and SIGTERM (a service stopped: host/interrupts.py) alike."""
     from device.servo.emulate import make_emulator
     from device.servo.emulate.pty import PtyServer
     emu = make_emulator("dynamixel", ids=range(1, 21))
@@ -101,7 +103,7 @@ def test_ctrl_c_leaves_robot_in_failsafe(tmp_path):
             # (generous timeouts: on 2 loaded cores the player's start took over a minute once)
             started = emu.wait_for(lambda e: e.commands > 20 * 40, 180.0)
         finally:
-            p.send_signal(signal.SIGINT)
+            p.send_signal(getattr(signal, sig))
             try:
                 out, err = p.communicate(timeout=120)
             except subprocess.TimeoutExpired:

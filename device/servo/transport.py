@@ -24,6 +24,7 @@ class ReconnectingPort:
         self.next_try = 0.0
         self.disconnects = 0
         self.reconnects = 0
+        self.failures = 0           # reopen attempts that failed (the port still gone)
         self._ensure(force=True)
 
     def url(self):
@@ -40,6 +41,8 @@ class ReconnectingPort:
             self.port = self._open(self.url(), self.baud, self.timeout_s)
         except (OSError, ValueError):
             self.port = None
+            if not force:
+                self.failures += 1
             return False
         if not force:
             self.reconnects += 1
@@ -73,6 +76,17 @@ class ReconnectingPort:
         except Exception:
             self._lost()
             return b""
+
+    @property
+    def in_waiting(self):
+        """Bytes waiting to be read; 0 while the port is gone (a port that fails here is lost)."""
+        if not self._ensure():
+            return 0
+        try:
+            return self.port.in_waiting
+        except Exception:
+            self._lost()
+            return 0
 
     def reset_input_buffer(self):
         if self.port is not None:

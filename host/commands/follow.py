@@ -65,28 +65,13 @@ def _device(port):
     return port if "://" in port else os.path.realpath(port)
 
 
-def _as_interrupt():
-    """SIGTERM (a service stopped) and SIGHUP (the ssh session that started it gone) as Ctrl-C:
-    the loop ends in the robot's failsafe, not with the process killed and the servos holding
-    the last frame. Returns the handlers they replace."""
-    import signal
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt("signal %d" % signum)
-    old = {}
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            old[sig] = signal.signal(sig, interrupt)
-    return old
-
-
 def run(args):
     from device.servo.drivers import open_driver, open_port
     from device.servo.robot import load_robot
     from host.follow_loop import FollowLoop
     from host.retarget.live import TICK_S
     from device.servo.opencr import WAIT_READY_S
+    from host.interrupts import as_interrupt, restore
     from host.robot_link import open_link_end, resolve_mapping
 
     _check(args)
@@ -109,9 +94,8 @@ def run(args):
     except Exception:
         driver.close()
         raise
-    import signal
     interrupted = False
-    old = _as_interrupt()                   # (before the ready line: a signal after it is caught)
+    old = as_interrupt()                    # (before the ready line: a signal after it is caught)
     try:
         if end.bus_imu and not end.power_up(time.sleep):
             # (switched on before the link: home, torque on, until the OpenCR answers, about
@@ -134,8 +118,7 @@ def run(args):
         finally:
             loop.close()
             driver.close()
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            restore(old)
     summary = end.summary()
     summary.update(loop.stats)
     summary["robot"] = robot.name

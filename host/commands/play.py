@@ -58,9 +58,9 @@ def _by_pose(args, robot, staff):
     """(staff, retarget result or None): the staff retargeted by pose (host/retarget/pose.py)
     when the description says "retarget": "pose" (every built-in with a model), unless a row
     mapping is named or the staff already has the servos' own rows; it prints what it did."""
-    from host.retarget.robotmodel import SPECS
+    from host.robot_link import pose_capable
     servos = set(s.name for s in robot.servos)
-    by_pose = robot.raw.get("retarget") == "pose" and robot.name in SPECS
+    by_pose = pose_capable(robot)
     if args.mapping or servos & set(staff.names) or not by_pose or staff.skeleton is None:
         return staff, None
     from host.retarget.pose import retarget_to_robot
@@ -166,7 +166,9 @@ def run(args):
         from host.progress import progress      # plain lines when stderr is a log, not a tty
         bar = progress(total=None if args.loop else last - first, unit="frame",
                        desc="%s -> %s" % (robot.name, controller), leave=False)
+    from host.interrupts import as_interrupt, restore
     interrupted = False
+    old = as_interrupt()            # SIGTERM / SIGHUP: the failsafe below, as Ctrl-C
     try:
         player.start()
         if bus_imu is not None and not bus_imu.wait_ready(time.sleep, stand=player.stand_by):
@@ -190,6 +192,7 @@ def run(args):
         driver.close()
         for out in outs:
             out.close()
+        restore(old)
     summary["interrupted"] = interrupted
     summary["mapping"] = getattr(robot, "mapping_used", None)
     summary["servos_driven"] = len(player.rows)

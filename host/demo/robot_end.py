@@ -1,4 +1,5 @@
-"""The demo's robot end: the product's LinkBridge (device/servo/bridge.py) driving the robot's
+"""The demo's robot end: the product's robot end as `motionstaff follow` builds it
+(host/robot_link.py: LinkBridge, device/servo/bridge.py, a burst acted on by its last 0.1 s) driving the robot's
 controller, with a log of every command written (the demo's checks read it; it decides nothing).
 
     end = open_robot_end(load_robot("khr17-maestro"), maestro_pty_path, clock=lambda: sim[0])
@@ -14,8 +15,8 @@ A physical robot (the `robot` helper's twin) replaces open_driver(...) here and 
 
 import time
 
-from device.servo.bridge import LinkBridge
 from device.servo.drivers import open_driver
+from host.robot_link import open_link_end
 
 
 class _Logged:
@@ -44,13 +45,13 @@ class RobotEnd:
         self.commands = []
         self.delivered = []             # (key, codes) of every frame acted on
         self.raw_driver = open_driver(robot.controller, port, baud=baud or robot.baud, **dict(robot.options))
-        self.bridge = LinkBridge(robot, _Logged(self.raw_driver, self), clock=clock, mapping=mapping)
+        # the robot end `motionstaff follow` runs (host/robot_link.py), on the logged driver
+        self.end = open_link_end(robot, _Logged(self.raw_driver, self), clock, mapping=mapping)
+        self.bridge = self.end.bridge
 
     def step(self, data):
         """Bytes that crossed the link -> the bridge; returns its replies (to send back)."""
-        reply = self.bridge.feed(data)
-        self.bridge.poll()
-        return reply
+        return self.end.step(data)
 
     def close(self):
         self.bridge.close()
