@@ -86,6 +86,10 @@ def model_path(kind):
     return os.path.join(shared_dir(), "so101", "so101_new_calib.xml")
 
 
+IMU_SITE = "torso_imu"
+GYRO_SENSOR, ACC_SENSOR = "torso_gyro", "torso_acc"     # _add_torso_imu
+
+
 class RobotModel:
     def __init__(self, description, kind, sign, servo_spec, path):
         import mujoco
@@ -133,6 +137,9 @@ class RobotModel:
             a.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
             a.forcerange = [-stall_nm, stall_nm]
             a.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        torso = SEGMENTS[kind].get("torso")
+        if torso is not None:
+            _add_torso_imu(spec, torso)
         try:
             self.model = spec.compile()
         except Exception as e:
@@ -247,6 +254,17 @@ def _geom_bottom(m, d, g):
     # lowest point of a box geom: centre z minus the projection of its half sizes onto z
     r = d.geom_xmat[g].reshape(3, 3)
     return float(d.geom_xpos[g][2] - np.abs(r[2, :]) @ m.geom_size[g])
+
+
+def _add_torso_imu(spec, body):
+    """An IMU at the torso frame's origin, its axes the torso's: MuJoCo's gyro (rad/s) and
+    accelerometer (specific force, m/s^2: +g up at rest) sensors, computed in mj_step's C code
+    at the step's start state (host/physics/twin.py Twin.imu, specific_force_g read them)."""
+    import mujoco
+    site = spec.body(body).add_site(name=IMU_SITE, pos=[0, 0, 0])
+    for kind, name in ((mujoco.mjtSensor.mjSENS_GYRO, GYRO_SENSOR),
+                       (mujoco.mjtSensor.mjSENS_ACCELEROMETER, ACC_SENSOR)):
+        spec.add_sensor(name=name, type=kind, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=site.name)
 
 
 def _add_floor(spec):

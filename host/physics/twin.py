@@ -32,11 +32,13 @@ import time
 
 import numpy as np
 
-from host.physics.models import RobotModel, load_robot
+from host.physics.models import ACC_SENSOR, GYRO_SENSOR, RobotModel, load_robot
 from host.physics.servo import CONTROLLER_SPEC, SPECS, ServoBank, dynamixel_kd, dynamixel_kp, \
     feetech_kd, feetech_kp, warm_up
 
 MOVING_THRESHOLD_RAD_S = 10 * 0.229 * 2 * math.pi / 60      # Dynamixel default Moving Threshold
+IMU_NOISE_BLOCK = 1024
+_IMU_NOISE_SD = np.array([math.radians(0.2)] * 3 + [0.01] * 3)
 
 
 class Twin:
@@ -62,6 +64,15 @@ class Twin:
             self._conv[s.id] = (k, rad_per_unit, s.neutral, s.units_per_deg * 180.0 / math.pi)
         rng = np.random.default_rng(seed)
         self._imu_rng = np.random.default_rng([seed, 1])
+        self._noise, self._noise_k = np.zeros((0, 6)), 0
+        self._g_norm = float(np.linalg.norm(self.model.opt.gravity))
+        self._gyro_adr = self._acc_adr = None
+        for k in range(self.model.nsensor):
+            name = self.model.sensor(k).name
+            if name == GYRO_SENSOR:
+                self._gyro_adr = int(self.model.sensor_adr[k])
+            elif name == ACC_SENSOR:
+                self._acc_adr = int(self.model.sensor_adr[k])
         d = self.data
         d.qpos[:] = self.model.qpos0
         if rm.floating:
@@ -203,29 +214,46 @@ class Twin:
         """The robot's own IMU on its torso (OP3: the OpenCR board's MPU9250 in the body):
         (gravity direction in the torso frame, unit (3,), angular rate in the torso frame rad/s
         (3,)), as the board's fused output gives them (roll and pitch; the heading drifts on a
-        real IMU and is not given). Seeded noise: 0.2 deg of tilt, 0.01 rad/s of rate (RMS)."""
+        real IMU and is not given). Seeded noise: 0.2 deg of tilt, 0.01 rad/s of rate (RMS).
+        The rate is MuJoCo's gyro sensor at the torso (host/physics/models.py), of the state
+        mj_step started from, as the torso's axes (xmat) are."""
         with self.lock:
             R = self.data.xmat[self.torso_id].reshape(3, 3)
-            # g_torso = R^T z_world; the free joint's angular velocity is in the body's frame
+            # g_torso = R^T z_world
             g = R[2, :].copy()
-            w = self.data.qvel[3:6].copy() if self.rm.floating else np.zeros(3)
-        g = g + self._imu_rng.normal(0.0, math.radians(0.2), 3)
-        return g / np.linalg.norm(g), w + self._imu_rng.normal(0.0, 0.01, 3)
+            w = self.data.sensordata[self._gyro_adr:self._gyro_adr + 3].copy() \
+                if self._gyro_adr is not None else np.zeros(3)
+        noise = self._imu_noise()
+        g = g + noise[:3]
+        return g / math.sqrt(float(g @ g)), w + noise[3:]
+
+    def _imu_noise(self):
+        """The next (6,) of the seeded noise: 0.2 deg on each up component, 0.01 rad/s on each
+        rate (drawn IMU_NOISE_BLOCK samples at a time: the same seed, the same sequence)."""
+        if self._noise_k >= len(self._noise):
+            self._noise = self._imu_rng.normal(0.0, 1.0, (IMU_NOISE_BLOCK, 6)) * _IMU_NOISE_SD
+            self._noise_k = 0
+        self._noise_k += 1
+        return self._noise[self._noise_k - 1]
 
     def specific_force_g(self):
         """What an accelerometer on the torso reads, in g, torso frame (3,): gravity's
-        reaction plus the body's own acceleration (+1 g up at rest; MuJoCo's accelerometer
-        sensor: mj_rnePostConstraint, then the torso's local linear acceleration). No noise
-        (the OpenCR board's acc registers; the balance feedback reads its fused tilt)."""
+        reaction plus the body's own acceleration (+1 g up at rest): MuJoCo's accelerometer
+        sensor at the torso frame's origin (host/physics/models.py), computed in mj_step (its
+        rnePostConstraint) of the state the step started from. No noise here (the OpenCR
+        board's chip adds its own, device/servo/emulate/opencr_imu.py)."""
         m, d = self.model, self.data
-        out = np.zeros(6)
         with self.lock:
+            if self._acc_adr is not None:
+                f = d.sensordata[self._acc_adr:self._acc_adr + 3].copy()
+                return f / self._g_norm
+            out = np.zeros(6)
             self._mj.mj_rnePostConstraint(m, d)
             # at the torso frame's origin, in world axes (a body's "local" is its inertia frame)
             self._mj.mj_objectAcceleration(m, d, self._mj.mjtObj.mjOBJ_XBODY, self.torso_id, out, 0)
             R = d.xmat[self.torso_id].reshape(3, 3).copy()
         # f_torso = R^T a_world / |g|
-        return R.T @ out[3:] / float(np.linalg.norm(m.opt.gravity))
+        return R.T @ out[3:] / self._g_norm
 
     def torso_height_m(self):
         return float(self.data.xpos[self.torso_id][2])

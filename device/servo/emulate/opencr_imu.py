@@ -215,12 +215,15 @@ class BoardImu:
         dt = t_s - self.t_chip
         if dt <= 0.0:
             return
-        # y += (1 - e^(-dt/tau)) (x - y): a first-order lag of the DLPF's delay
-        kg = 1.0 - math.exp(-dt / GYRO_DELAY_S)
-        ka = 1.0 - math.exp(-dt / ACC_DELAY_S)
         if rate_dps is not None:
-            self.gyro_f = [y + kg * (x - y) for x, y in zip(rate_dps, self.gyro_f)]
-            self.acc_f = [y + ka * (x - y) for x, y in zip(force_g, self.acc_f)]
+            # y += (1 - e^(-dt/tau)) (x - y): a first-order lag of the DLPF's delay
+            kg = 1.0 - math.exp(-dt / GYRO_DELAY_S)
+            ka = 1.0 - math.exp(-dt / ACC_DELAY_S)
+            g, a = self.gyro_f, self.acc_f
+            self.gyro_f = [g[0] + kg * (rate_dps[0] - g[0]), g[1] + kg * (rate_dps[1] - g[1]),
+                           g[2] + kg * (rate_dps[2] - g[2])]
+            self.acc_f = [a[0] + ka * (force_g[0] - a[0]), a[1] + ka * (force_g[1] - a[1]),
+                          a[2] + ka * (force_g[2] - a[2])]
         self.t_chip = t_s
 
     def sense(self, t_s, rate_rad_s, force_g, dt_s):
@@ -231,16 +234,20 @@ class BoardImu:
         a body whose physics blew up) leaves the chip's filters as they were: the registers
         never hold a NaN's garbage, the loop still runs."""
         try:
-            rate = _affine(self.gyro_m, self.gyro_b, [math.degrees(x) for x in rate_rad_s])
-            force = _affine(self.acc_m, self.acc_b, [float(x) for x in force_g])
-            if not all(abs(v) < float("inf") for v in rate + force):
+            rate = _affine(self.gyro_m, self.gyro_b, [math.degrees(rate_rad_s[0]), math.degrees(rate_rad_s[1]),
+                                                      math.degrees(rate_rad_s[2])])
+            force = _affine(self.acc_m, self.acc_b, [float(force_g[0]), float(force_g[1]), float(force_g[2])])
+            # finite: inf - inf and NaN are NaN, and NaN != NaN
+            chk = rate[0] + rate[1] + rate[2] + force[0] + force[1] + force[2]
+            if chk - chk != 0.0:
                 rate = force = None
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, IndexError):
             rate = force = None
         if self.t_on is None:
             # power-up at the step's start: MPU9250::begin()'s delays, then the first run
             self.t_on = self.t_chip = t_s - dt_s
             self.due = self.t_on + INIT_S
+        runs = self.runs
         while self.due <= t_s + 1e-12:
             self._chip(self.due, rate, force)
             self.compute(self.due - (self.t_last if self.t_last is not None else self.due - UPDATE_S))
@@ -249,11 +256,15 @@ class BoardImu:
             # late by up to its own iteration (LOOP_JITTER_S, an assumption: not published)
             self.due += UPDATE_S + self.jitter.uniform(0.0, LOOP_JITTER_S)
         self._chip(t_s, rate, force)
-        if self.answering(t_s) and not self._table_written:
+        if not self._table_written:
+            if not self.answering(t_s):
+                return
             # dxl_node_op3_loop: the first pass after the port opened copies the IMU to the table
             # (a read before it gets the RAM's zeros)
             self._table_written = True
-        if self._table_written:
+            self._pack()
+        elif self.runs != runs:
+            # the registers change only with a run of the loop
             self._pack()
 
     def compute(self, dt_s):
