@@ -194,10 +194,30 @@ def test_dynamixel_watchdog_and_torque():
     t[0] = 0.2
     emu.tick()
     assert emu.watchdog_tripped == {1, 2}
-    emu.feed(dx.sync_write(dx.GOAL_POSITION, 4, {1: 2000}))   # ignored until the watchdog is rewritten
+    assert emu.tables[1][dx.BUS_WATCHDOG] == 0xFF              # 98 reads -1 (Bus Watchdog Error)
+    emu.feed(dx.sync_write(dx.GOAL_POSITION, 4, {1: 2000}))   # Goal values read-only
     assert emu.positions[1] == 1000
+    # a unicast goal write is answered with Data Range Error (e-manual, Bus Watchdog (98))
+    rep = emu.feed(dx.write(1, dx.GOAL_POSITION, 4, 2000))
+    assert dx.parse_status(rep)[1] == 0x04 and emu.positions[1] == 1000
+    # arming it again (non-zero) does not clear the error: only 0 does
+    rep = emu.feed(dx.write(1, dx.BUS_WATCHDOG, 1, 5))
+    assert dx.parse_status(rep)[1] == 0x04 and emu.tables[1][dx.BUS_WATCHDOG] == 0xFF
     emu.feed(dx.sync_write(dx.BUS_WATCHDOG, 1, {1: 5}) + dx.sync_write(dx.GOAL_POSITION, 4, {1: 2000}))
-    assert emu.positions[1] == 2000
+    assert emu.positions[1] == 1000
+    emu.feed(dx.sync_write(dx.BUS_WATCHDOG, 1, {1: 0}) + dx.sync_write(dx.BUS_WATCHDOG, 1, {1: 5})
+             + dx.sync_write(dx.GOAL_POSITION, 4, {1: 2000}))
+    assert emu.positions[1] == 2000 and emu.tables[1][dx.BUS_WATCHDOG] == 5
+    assert emu.watchdog_tripped == {2}
+    # any packet on the bus (here a ping of another id) keeps an armed watchdog fed
+    for k in range(10):
+        t[0] += 0.05
+        emu.feed(dx.ping(7))
+        emu.tick()
+    assert emu.watchdog_tripped == {2}
+    t[0] += 0.11
+    emu.feed(dx.ping(7))                                      # the silence before it tripped id 1
+    assert emu.watchdog_tripped == {1, 2}
     emu.feed(dx.write(dx.BROADCAST, dx.TORQUE_ENABLE, 1, 0))
     assert emu.positions == {1: None, 2: None}
     r = emu.feed(dx.sync_read(dx.PRESENT_POSITION, 4, [1, 2]))

@@ -182,8 +182,13 @@ class Dynamixel(Driver):
         return True
 
     def set_watchdog(self, timeout_s):
+        """Arm the Bus Watchdog (98, 20 ms units) on every servo. A 0 goes first: once tripped,
+        98 reads -1 and only a 0 clears it (the Goal values stay read-only till then; ROBOTIS
+        e-manual, Bus Watchdog (98)), so arming again after a trip takes both writes."""
         units = 0 if timeout_s <= 0 else max(1, min(127, int(timeout_s / 0.02 + 0.5)))
-        self.write(sync_write(BUS_WATCHDOG, 1, [(i, units) for i in self.ids]))
+        self.write(sync_write(BUS_WATCHDOG, 1, [(i, 0) for i in self.ids]))
+        if units:
+            self.write(sync_write(BUS_WATCHDOG, 1, [(i, units) for i in self.ids]))
         return True
 
     def flush_input(self):

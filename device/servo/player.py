@@ -26,6 +26,10 @@ import time
 
 from device.servo.limiter import Limiter
 
+# a gap between two commands longer than this share of the watchdog's timeout arms it again
+# (it trips at its 20 ms unit's rounding of the timeout; other packets on the bus may have fed it)
+REARM_GAP = 0.75
+
 
 class Player:
     def __init__(self, robot, driver, row_names=None, mapping=None, clock=None, sleep=None):
@@ -134,6 +138,18 @@ class Player:
         now = self._now()
         dt = now - self._last_cmd_clock
         self._last_cmd_clock = now
+        if self.watchdog and (self._rearm or dt > REARM_GAP * self.robot.failsafe_timeout_s):
+            # the controller's watchdog armed again: after a failsafe, or a gap in the commands
+            # long enough that it may have tripped (a host that stalled between two frames: a
+            # tripped XM430 refuses every goal until re-armed). A bus that fails here (a write
+            # timeout, its adapter unplugged) is a send error like a position's, tried again
+            # with the next command
+            try:
+                self.driver.set_watchdog(self.robot.failsafe_timeout_s)
+                self._rearm = False
+            except OSError:
+                self._rearm = True
+                self.stats["send_errors"] += 1
         deg = self.limiter.step(targets_deg, dt, vel_limit_dps)
         cmds = [(s.id, s.to_units(d)) for s, d in zip(self.servos, deg)]
         try:
@@ -158,14 +174,6 @@ class Player:
             self._homing = False
             self._torque_pending = False
             self._rearm = self.watchdog
-        if self._rearm:
-            # the controller's watchdog armed again; a bus that fails here (a write timeout, its
-            # adapter unplugged) is a send error like a position's, and tried again next frame
-            try:
-                self.driver.set_watchdog(self.robot.failsafe_timeout_s)
-                self._rearm = False
-            except OSError:
-                self.stats["send_errors"] += 1
         self.stats["frames"] += 1
         return self._command(self.targets(values))
 

@@ -1,7 +1,13 @@
 """Dynamixel Protocol 2.0 bus emulator (X series control table): CRC-16 and stuffing checked,
 ping/read/write/sync write/sync read/bulk write/reboot, status replies (not to broadcasts except
-ping and sync read), torque enable, and the Bus Watchdog (98): with torque on and no packet for
-N x 20 ms the servo stops and ignores goal writes until the watchdog is written again. As the
+ping and sync read), torque enable, and the Bus Watchdog (98) as the e-manual gives it
+(ROBOTIS-GIT/emanual 01a2df1, _includes/en/dxl/control_table_buswatchdog.md): with torque on and
+no instruction packet on the bus (to any id) for N x 20 ms the servo stops where it is (no
+profile), 98 reads -1, the Goal values (PWM 100, Current 102, Velocity 104, Position 116) turn
+read-only, so a write to them is refused with Data Range Error, and only writing 0 to 98 clears
+the error (a non-zero write while tripped is refused too: the manual documents only 0 as
+clearing). On a body with a clock hook (a physics twin's attach_sensor) the servo stops at the
+step its timeout ends, whoever is feeding the bus; otherwise at the next packet or tick(). As the
 XM430: in position mode (Operating Mode 3) a Goal Position outside Min..Max Position Limit
 (0..4095) is refused with Data Limit Error, and the EEPROM (below 64) is locked while torque is on.
 
@@ -27,6 +33,7 @@ OPERATING_MODE = 11
 POSITION_MODE = 3
 MAX_POSITION_LIMIT = 48
 MIN_POSITION_LIMIT = 52
+DATA_RANGE_ERROR = 0x04             # status error: a Goal value written while the watchdog tripped
 DATA_LIMIT_ERROR = 0x06             # status error: the data exceeds the limit value
 ACCESS_ERROR = 0x07                 # status error: e.g. an EEPROM write while torque is on
 EEPROM_END = 64                     # addresses below: EEPROM, locked while torque is on
@@ -39,6 +46,9 @@ RPM_UNIT = 0.229                    # Profile Velocity / Present Velocity unit (
 RPM2_UNIT = 214.577                 # Profile Acceleration unit (rev/min^2)
 CURRENT_UNIT_MA = 2.69              # Present Current unit
 STALL_CURRENT_MA = 2300.0           # XM430-W350 at 12 V (e-manual)
+WATCHDOG_ERROR = 0xFF               # Bus Watchdog (98) once tripped: -1 (int8)
+GOAL_VALUES = (100, 108)            # Goal PWM 100 .. Goal Position 116 + 4 (Profiles 108..115
+GOAL_POSITION_END = 120             # are not Goal values: writable while tripped)
 
 
 class DynamixelEmulator(Emulator):
@@ -69,6 +79,10 @@ class DynamixelEmulator(Emulator):
         self.buf = b""
         self.last_packet = self.clock()
         self.watchdog_tripped = set()
+        self._wd_min_s = None           # the shortest armed timeout (torque on), None: none armed
+        attach = getattr(body, "attach_sensor", None)
+        if attach is not None:
+            attach(self._watch_step)
 
     def status_packets(self, reply):
         """How many status packets a reply holds (each servo waits its Return Delay Time before
@@ -101,7 +115,10 @@ class DynamixelEmulator(Emulator):
             if dx.crc16_buypass(pkt[:-2]) != (pkt[-2] | (pkt[-1] << 8)):
                 self.errors += 1
                 continue
-            self.last_packet = self.clock()
+            now = self.clock()
+            # the silence before this packet may have tripped a watchdog (no clock hook)
+            self._trip_due(now)
+            self.last_packet = now
             out += self._run(pkt[4], pkt[7], dx.unstuff(pkt[8:-2]))
 
     def _ids(self, sid):
@@ -122,12 +139,23 @@ class DynamixelEmulator(Emulator):
                     <= struct.unpack_from("<i", t, MAX_POSITION_LIMIT)[0]):
                 self.errors += 1
                 return DATA_LIMIT_ERROR
-        if addr <= dx.GOAL_POSITION < addr + len(data) and addr + len(data) >= dx.GOAL_POSITION + 4:
-            if sid in self.watchdog_tripped or not t[dx.TORQUE_ENABLE]:
-                data = data[:dx.GOAL_POSITION - addr]   # ignored goal (torque off / watchdog)
+        end = addr + len(data)
+        if sid in self.watchdog_tripped:
+            clears = addr <= dx.BUS_WATCHDOG < end and data[dx.BUS_WATCHDOG - addr] == 0
+            goals = (addr < GOAL_VALUES[1] and end > GOAL_VALUES[0]) or \
+                (addr < GOAL_POSITION_END and end > dx.GOAL_POSITION)
+            if (goals and not clears) or (addr <= dx.BUS_WATCHDOG < end and not clears):
+                # read-only Goal values, or 98 written other than 0: Data Range Error
+                self.errors += 1
+                return DATA_RANGE_ERROR
+            if clears:
+                self.watchdog_tripped.discard(sid)
+        if addr <= dx.GOAL_POSITION < end and end >= dx.GOAL_POSITION + 4:
+            if not t[dx.TORQUE_ENABLE]:
+                data = data[:dx.GOAL_POSITION - addr]   # ignored goal (torque off)
         t[addr:addr + len(data)] = data
-        if addr <= dx.BUS_WATCHDOG < addr + len(data):
-            self.watchdog_tripped.discard(sid)
+        if addr <= dx.BUS_WATCHDOG < end or addr <= dx.TORQUE_ENABLE < end:
+            self._arm_state()
         if addr <= dx.TORQUE_ENABLE < addr + len(data) and not t[dx.TORQUE_ENABLE]:
             self.record(sid, None)
         if addr <= dx.GOAL_POSITION and addr + len(data) >= dx.GOAL_POSITION + 4:
@@ -135,7 +163,6 @@ class DynamixelEmulator(Emulator):
             if self.body is None:
                 struct.pack_into("<i", t, dx.PRESENT_POSITION, g)
             self.record(sid, g)
-        end = addr + len(data)
         if self.body is not None and (addr <= dx.TORQUE_ENABLE < end
                                       or addr < dx.GOAL_POSITION + 4 and end > POSITION_D_GAIN):
             self._drive(sid)
@@ -217,25 +244,58 @@ class DynamixelEmulator(Emulator):
         return out
 
     def close(self):
-        """The emulator discarded: its boards leave the body (host/physics/twin.py detach_sensor)."""
+        """The emulator discarded: its boards and its watchdog leave the body
+        (host/physics/twin.py detach_sensor)."""
         for b in self.boards.values():
             b.close()
+        detach = getattr(self.body, "detach_sensor", None)
+        if detach is not None:
+            detach(self._watch_step)
+
+    def _arm_state(self):
+        """The shortest timeout armed (98 in 1..127, torque on, not tripped), in seconds."""
+        armed = [t[dx.BUS_WATCHDOG] * 0.02 for s, t in self.tables.items()
+                 if 0 < t[dx.BUS_WATCHDOG] < 128 and t[dx.TORQUE_ENABLE] and s not in self.watchdog_tripped]
+        self._wd_min_s = min(armed) if armed else None
+
+    def _watch_step(self, body):
+        """After every physics step: a watchdog whose timeout ran out stops its servo now. The
+        twin's lock is held here; the emulator's is only tried (a feed in another thread holds
+        it, and waits for the twin's): taken, the trip is now, else at the next step."""
+        if self._wd_min_s is None or self.clock() - self.last_packet <= self._wd_min_s:
+            return
+        if self.lock.acquire(False):
+            try:
+                self._trip_due(self.clock())
+            finally:
+                self.lock.release()
+
+    def _trip_due(self, now):
+        """Trip every armed watchdog whose timeout the bus's silence up to now has passed."""
+        if self._wd_min_s is None:
+            return
+        quiet_s = now - self.last_packet
+        if quiet_s <= self._wd_min_s:
+            return
+        for s, t in self.tables.items():
+            wd = t[dx.BUS_WATCHDOG]
+            if 0 < wd < 128 and t[dx.TORQUE_ENABLE] and s not in self.watchdog_tripped and quiet_s > wd * 0.02:
+                self.watchdog_tripped.add(s)
+                t[dx.BUS_WATCHDOG] = WATCHDOG_ERROR
+                self.errors += 1
+                self._sense(s)
+                here = struct.unpack_from("<i", t, dx.PRESENT_POSITION)[0]
+                if self.body is not None:         # stops where it is, profiles as 0
+                    self.body.set_goal(s, here, 0.0, True)
+                self.record(s, here)
+        self._arm_state()
 
     def tick(self):
-        """Apply the bus watchdog: servos with torque on and a watchdog set stop when the bus
-        was silent longer than their setting."""
+        """Apply the bus watchdog now (an emulator without a clock hook: the pty server's loop):
+        servos with torque on and a watchdog set stop when the bus was silent longer than their
+        setting."""
         with self.lock:
-            quiet_s = self.clock() - self.last_packet
-            for s, t in self.tables.items():
-                wd = t[dx.BUS_WATCHDOG]
-                if wd and t[dx.TORQUE_ENABLE] and s not in self.watchdog_tripped and quiet_s > wd * 0.02:
-                    self.watchdog_tripped.add(s)
-                    self.errors += 1
-                    self._sense(s)
-                    here = struct.unpack_from("<i", t, dx.PRESENT_POSITION)[0]
-                    if self.body is not None:         # stops where it is
-                        self.body.set_goal(s, here, 0.0, True)
-                    self.record(s, here)
+            self._trip_due(self.clock())
             self.changed.notify_all()
 
     def to_deg(self, servo, units):
