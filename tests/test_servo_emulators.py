@@ -28,7 +28,8 @@ def served(request):
 
 
 def _pos(name, i):
-    return {"lx16a": 100 * i, "feetech-scs": 300 + 10 * i}.get(name, 1000 + 100 * i)
+    # (a Maestro as it ships clamps to 992-2000 us = 3968-8000 qus)
+    return {"lx16a": 100 * i, "feetech-scs": 300 + 10 * i, "maestro": 4000 + 100 * i}.get(name, 1000 + 100 * i)
 
 
 @pytest.mark.parametrize("served", SERIAL, indirect=True)
@@ -329,3 +330,24 @@ def test_maestro_bad_board_options_are_clear_errors():
     assert open_driver("maestro", "loop://", boards=[12, 13]).boards == [12, 13]
     assert ma.Maestro(None, boards=(12, 13), channels=12).encode_positions([(12, 6000)]) == \
         ma.set_target(0, 6000, device=13)
+
+
+def test_maestro_clamps_targets_to_its_channel_limits():
+    """A Maestro as it ships cuts targets to 992-2000 us; one set up for the robot passes them."""
+    from device.servo.maestro import Maestro, maestro_limits
+    from device.servo.robot import load_robot
+    robot = load_robot("khr17-maestro")
+    drv = Maestro(None)                              # its bytes only (encode_positions)
+    wide = [(s.id, s.min) for s in robot.servos if s.min < 3968]
+    assert wide                                      # the KHR's servos go below 992 us
+    shipped = make_emulator("maestro")
+    shipped.feed(drv.encode_positions(wide))
+    assert all(shipped.positions[c] == 3968 for c, _ in wide) and shipped.clamped == len(wide)
+    shipped.feed(bytes((0x84, 0, 0, 0)))             # 0 is "off", never clamped
+    assert shipped.positions[0] == 0
+    set_up = make_emulator("maestro", limits_qus=maestro_limits(robot.servos))
+    set_up.feed(drv.encode_positions([(s.id, s.max) for s in robot.servos]))
+    assert all(set_up.positions[s.id] == s.max for s in robot.servos) and set_up.clamped == 0
+    set_up.feed(bytes((0x84, 1, 0x7F, 0x7F)))        # past the robot's own max: cut to it
+    one = [s for s in robot.servos if s.id == 1][0]
+    assert set_up.positions[1] == one.max and set_up.clamped == 1

@@ -7,7 +7,8 @@
     m.get_position(0); m.get_errors()
 
 Targets are in quarter microseconds (qus), 14-bit; the controller clamps them to its own
-channel limits as well. More servos than one board has: Maestros daisy-chained on one TTL
+channel limits as well: Min/Max in Maestro Control Center, 992-2000 us as it ships, which cut a
+robot whose servos go wider (maestro_limits(robot.servos) lists what to set there). More servos than one board has: Maestros daisy-chained on one TTL
 line, each with its own device number, addressed by the Pololu protocol. `boards` lists the
 device numbers in channel order, so with channels=24 and boards=[12, 13] channel 30 is
 channel 6 of device 13 (the robot file's "controller_options": {"boards": [12, 13]}):
@@ -35,6 +36,13 @@ GO_HOME = 0xA2
 MINI_SSC = 0xFF
 POLOLU_START = 0xAA
 DEFAULT_DEVICE = 12
+
+
+def maestro_limits(servos):
+    """{channel: (Min, Max) qus}: the channel settings a robot needs in Maestro Control Center
+    (Channel Settings, Min and Max) so that its description's servo limits are not cut to the
+    factory's 992-2000 us (the serial protocol cannot set them)."""
+    return dict((s.id, (int(s.min), int(s.max))) for s in servos)
 
 
 def _v14(v):

@@ -11,6 +11,8 @@ bus IMU (the OP3's OpenCR board, ID 200) answers its reads with the twin's torso
 paced at the robot's baud (--line-baud B sets it, for any controller): a request and its reply
 take their wire time, as on the hardware (device/servo/emulate/pty.py).
     motionstaff emulate pico --robot myrobot --log servos.csv   # the real firmware on an emulated RP2040
+    motionstaff emulate maestro --robot khr17-maestro   # a Maestro whose channels' Min/Max are set
+                                                        # for that robot (default: as it ships, 992-2000 us)
 
 Serves until SIGINT/SIGTERM (SIGUSR1 writes the log at once), then writes the timeline (time, servo, position in controller
 units and in degrees; .csv or .json) and prints a one-line summary on stderr.
@@ -35,8 +37,12 @@ def add_arguments(p):
     p.add_argument("--line-baud", type=int, default=None,
                    help="pace the bus at this baud (each request and reply takes its wire time, "
                         "half duplex); default: the --physics robot's baud, else unpaced")
+    p.add_argument("--robot", help="pico: robot description (name or JSON) to make receiver.json from; "
+                                   "maestro: each channel's Min/Max set to the robot's servo limits "
+                                   "(as its owner sets them in Maestro Control Center; default: the "
+                                   "factory's 992-2000 us)")
     from host import pico_emulator
-    pico_emulator.add_arguments(p)   # pico: --robot/--config/--firmware (host/pico_emulator.py)
+    pico_emulator.add_arguments(p)   # pico: --mapping/--config/--firmware (host/pico_emulator.py)
 
 
 def _ids(text):
@@ -80,6 +86,12 @@ def run(args):
         kw["ids"] = _ids(args.ids)
     if args.controller == "maestro" and args.serial_timeout > 0:
         kw["serial_timeout_s"] = args.serial_timeout
+    if args.controller == "maestro" and getattr(args, "robot", None):
+        # the Maestro as that robot's owner set it up in Maestro Control Center: each channel's
+        # Min/Max the robot's servo limits (without --robot: the factory's 992-2000 us)
+        from device.servo.maestro import maestro_limits
+        from device.servo.robot import load_robot
+        kw["limits_qus"] = maestro_limits(load_robot(args.robot).servos)
     twin = None
     if args.physics:
         from host.physics.twin import Twin
@@ -131,7 +143,9 @@ def run(args):
         signal.signal(signal.SIGTERM, old[1])
         if args.log:
             emu.write_log(args.log)
-        print("motionstaff emulate: %d commands, %d errors, %d bytes in%s"
-              % (emu.commands, emu.errors, srv.bytes_in, (", log " + args.log) if args.log else ""),
-              file=sys.stderr)
+        clamped = getattr(emu, "clamped", 0)
+        print("motionstaff emulate: %d commands, %d errors, %d bytes in%s%s"
+              % (emu.commands, emu.errors, srv.bytes_in,
+                 (", %d targets cut to the channels' Min/Max" % clamped) if clamped else "",
+                 (", log " + args.log) if args.log else ""), file=sys.stderr)
     return 0

@@ -118,7 +118,9 @@ def capture(out_dir, clip, seconds, estimator="ekf", rate_hz=30.0, seed=1, camer
     unit.read = timed_read
 
     robot = load_robot(ROBOT)
-    emu = make_emulator(robot.controller)
+    # the Maestro as docs/robots.md has its owner set it (Min/Max per channel in Control Center)
+    from device.servo.maestro import maestro_limits
+    emu = make_emulator(robot.controller, limits_qus=maestro_limits(robot.servos))
     srv = PtyServer(emu).start()
     sim = [0.0]
     clock = lambda: sim[0]

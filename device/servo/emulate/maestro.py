@@ -5,6 +5,14 @@ serial timeout (error bit 5 -> every channel to its home setting).
     emu.feed(bytes.fromhex("84 00 70 2E")); emu.positions[0] == 6000
     emu.feed(bytes.fromhex("90 00")) == bytes.fromhex("70 17")
 
+Each channel's Min and Max (the settings Maestro Control Center writes over USB; the serial
+protocol cannot change them) bound its target: a target outside them is clamped to them (0
+stays "off"). A Maestro as it ships has every channel at 992-2000 us (Pololu Maestro User's
+Guide, 3. Getting Started, "Default Settings"); limits_qus={channel: (min, max)} is one whose
+user set them, as docs/robots.md tells a KHR-17 owner to (emulate maestro --robot NAME).
+
+    MaestroEmulator(limits_qus=maestro_limits(load_robot("khr17-maestro")))
+
 With a body (base.py): each channel's target pulse (qus; 0 = off), speed (0.25 us per 10 ms)
 and acceleration (0.25 us per 10 ms per 80 ms) go to it; the body ramps the pulse as the
 Maestro does, and Get Position / Get Moving State answer from that ramped pulse (a hobby
@@ -19,6 +27,7 @@ _LEN = {0x84: 3, 0x87: 3, 0x89: 3, 0x8A: 4, 0x90: 1, 0x93: 0, 0xA1: 0, 0xA2: 0, 
 ERR_CRC = 1 << 3
 ERR_PROTOCOL = 1 << 4
 ERR_TIMEOUT = 1 << 5
+FACTORY_MIN_QUS, FACTORY_MAX_QUS = 992 * 4, 2000 * 4     # every channel as the Maestro ships
 
 
 def _first_command_byte(b, start, end):
@@ -33,9 +42,12 @@ class MaestroEmulator(Emulator):
     UNITS = "qus"
 
     def __init__(self, channels=24, crc=False, device=12, serial_timeout_s=0.0, home=None, clock=None,
-                 body=None):
+                 body=None, limits_qus=None):
         Emulator.__init__(self, clock, deg_per_unit=1.0 / 44.44, centre=6000, body=body)
         self.channels = channels
+        # channel -> (Min, Max) in quarter-microseconds; a channel not given: the factory's
+        self.limits_qus = dict(limits_qus or {})
+        self.clamped = 0                # targets the channel limits cut (a robot not configured)
         self.crc = crc
         self.device = device
         self.serial_timeout_s = serial_timeout_s
@@ -121,16 +133,25 @@ class MaestroEmulator(Emulator):
         self.body.set_goal(ch, target, self.speed.get(ch, 0) * 100.0, target != 0,
                            self.accel.get(ch, 0) * 1250.0)
 
+    def _target(self, ch, qus):
+        """Set Target: within the channel's Min..Max (0: pulses off)."""
+        if qus:
+            lo, hi = self.limits_qus.get(ch, (FACTORY_MIN_QUS, FACTORY_MAX_QUS))
+            if not lo <= qus <= hi:
+                self.clamped += 1
+                qus = max(lo, min(hi, qus))
+        self.record(ch, qus)
+
     def _run(self, cmd, d):
         v = lambda k: d[k] | (d[k + 1] << 7)
         if cmd == 0x84:
             if d[0] < self.channels:
-                self.record(d[0], v(1))
+                self._target(d[0], v(1))
         elif cmd == 0x9F:
             n, first = d[0], d[1]
             for k in range(n):
                 if first + k < self.channels:
-                    self.record(first + k, v(2 + 2 * k))
+                    self._target(first + k, v(2 + 2 * k))
         elif cmd == 0x87:
             self.speed[d[0]] = v(1)
             self._drive(d[0])
