@@ -20,7 +20,8 @@ Each servo, every step (vectorised over the bank):
      gear damping, friction and rotor armature).
 
 Data sheet values (docs/robots.md has the sources):
-  XM430-W350 (ROBOTIS e-manual): 4.1 N m stall, 46 rpm no-load at 12 V, 4096 pulse/rev;
+  XM430-W350 (ROBOTIS e-manual, X series table): 3.8 N m stall, 43 rpm no-load at 11.1 V (the
+    OP3's 3-cell LiPo at its nominal voltage; 4.1 N m and 46 rpm at 12 V), 4096 pulse/rev;
     Position P Gain 800 default, KPP = P/128, output PWM limit 885 -> u = KPP * e_pulse / 885.
   STS3215 12 V (C018, Feetech data sheet via the SO-ARM100 test report): 30 kg cm = 2.94 N m,
     0.222 s/60 deg = 45 rpm, 4096 steps/rev; P coefficient 32 default (LeRobot writes 16).
@@ -83,8 +84,10 @@ def feetech_kd(d_coef):
 
 
 SPECS = {
-    "xm430-w350": ServoSpec("XM430-W350", 4.1, 46 * RPM, 0.0, PULSE_RAD, dynamixel_kp(800),
-                            dynamixel_kd(0), "ROBOTIS e-manual XM430-W350 (12 V)",
+    # at 11.1 V: a 3S LiPo's nominal voltage (12.6 V full, lower under load); at 12 V (a bench
+    # supply) the e-manual gives 4.1 N m and 46 rpm: the twin takes the battery's, no kinder
+    "xm430-w350": ServoSpec("XM430-W350 (11.1 V)", 3.8, 43 * RPM, 0.0, PULSE_RAD, dynamixel_kp(800),
+                            dynamixel_kd(0), "ROBOTIS e-manual X series table, XM430-W350 at 11.1 V",
                             backlash_rad=math.radians(0.25)),
     "sts3215": ServoSpec("STS3215 (12 V)", 30 * KGCM, (math.pi / 3) / 0.222, 1 * PULSE_RAD,
                          PULSE_RAD, feetech_kp(32), feetech_kd(32),
