@@ -99,14 +99,8 @@ def main():
         p = np.percentile(v, [50, 90, 99, 100]) if len(v) else [float("nan")] * 4
         out.append("%-6s %6d %7.2f %7.2f %7.2f %7.2f   %-18.1f %.2f" % (name, len(v), p[0], p[1], p[2], p[3],
                                                                       p[1] * PI4_RATIO, charged * 1000.0))
-    out.append("(%s, load average %.1f on %d cores; CPU time, so other jobs' load counts only through "
-               "the caches; a frame is 33.3 ms at 30 fps)" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                                          os.getloadavg()[0], os.cpu_count() or 1))
-    text = "\n".join(out)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    from benchmarks.table_out import emit
+    emit(out, a.out, "CPU time, so other jobs' load counts only through the caches; a frame is 33.3 ms at 30 fps")
 
 
 if __name__ == "__main__":
