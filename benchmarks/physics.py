@@ -96,13 +96,8 @@ def main():
     for name, s, w, note in rows:
         out.append("%-34s %9.2f %9.3f %11.1f  %s" % (name, s, w, s / w, note))
     out.append("render 320x240 at %g fps: %.2f s cpu per video second (%d frames)" % (fps, render_s, nf))
-    out.append("(%s, load average %.1f on %d cores at the end: the anchor row shows the contention)"
-               % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0], os.cpu_count() or 1))
-    text = "\n".join(out)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    from benchmarks.table_out import emit
+    emit(out, args.out, "the anchor row shows the contention")
 
 
 if __name__ == "__main__":

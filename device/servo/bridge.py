@@ -50,7 +50,8 @@ class LinkBridge:
         # stale_s: a frame more than this older than the newest one of the same feed() is checked
         # and counted as superseded, never retargeted nor sent (None: every frame acted on)
         self.stale_s = stale_s
-        # retarget(row names, imu) -> r: r.servo_names, r.step(values, t_s); None: the row map;
+        # retarget(row names, imu) -> r: r.servo_names, r.step(values, t_s), optional r.tick(now)
+        # between frames and r.idle() after a frame's send; None: the row map;
         # ValueError: rows it cannot use (an unusable header)
         self.retarget = retarget
         self.retargeter = None
@@ -232,6 +233,14 @@ class LinkBridge:
         finally:
             self.last_key = None
             self.last_codes = None
+        idle = getattr(self.retargeter, "idle", None)
+        if idle is not None:
+            # the retargeter's bookkeeping, once the frame's bytes are out (a failure there is
+            # a tick error's kind: counted, the loop goes on)
+            try:
+                idle()
+            except Exception:
+                self.counts["tick_errors"] += 1
         if was and not self.player.in_failsafe:
             self.counts["failsafe_released"] += 1
         self.counts["frames"] += 1

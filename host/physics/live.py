@@ -17,11 +17,80 @@ robot whose description names no bus IMU gets none either); mapping="human" copi
 for joint with the description's row map (on a humanoid: what that does to balance).
 
     end = TwinEnd("op3-dynamixel", clock, mapping="human")    # the row copy
+
+The robot's computer thinks before it writes: each retargeted frame and each balance tick
+costs its CPU time on the twin's clock (PLAN_CPU_S before a step reads the IMU, STEP_AFTER_CPU_S
+after it, IDLE_CPU_S after the send, TICK_CPU_S a tick), the body moving on under the last command meanwhile, so a frame's
+servo bytes leave after the IK, and the IMU sample is as old as the feedback's own compute.
 """
 
 import numpy as np
 
 from host.physics.simulate import FALL_HEIGHT_FRAC, FALL_TILT_DEG, FootSlip, Run
+
+# fixed (deterministic) figures: about the p99 of this machine's CPU time per call, measured
+# by benchmarks/robot_end_cpu.py (docs/benchmarks/robot_end_cpu.txt), with the OP3's own
+# computer (an Intel NUC i3) taken as fast as this one: an assumption, not measured. A
+# Raspberry Pi 4 as the robot's computer is about 9x slower (that table's formula column): the
+# live IK would not keep up at 30 fps there.
+PLAN_CPU_S = 0.011          # a step up to its IMU read: the IK and the balance plan
+STEP_AFTER_CPU_S = 0.002    # the rest of it: the feedback on that read
+IDLE_CPU_S = 0.002          # after the send: the pose error's bookkeeping (idle())
+TICK_CPU_S = 0.001          # a balance tick between frames
+
+
+class _Thinking:
+    """A retargeter whose calls take the robot computer's time on the twin's clock: a step's
+    plan before its IMU read, the rest after it; a tick after its own read (its compute is
+    the feedback's)."""
+
+    def __init__(self, retargeter, twin):
+        self._r = retargeter
+        self._twin = twin
+        self._t_s = 0.0
+        self._owed_s = 0.0
+        imu = getattr(retargeter, "imu", None)
+        if imu is not None:
+            def read():
+                # the plan computed before this read has taken its time: the sample is now's
+                self._think(self._owed_s)
+                self._owed_s = 0.0
+                return imu()
+            retargeter.imu = read
+
+    def _think(self, cost_s):
+        # the CPU's own time line (exact, not rounded to the physics steps), the body follows it
+        if cost_s > 0.0:
+            tw = self._twin
+            # from the twin's time if it moved on past this line (the link's time), else from
+            # this line's exact time (the twin's is rounded to its physics steps)
+            base = self._t_s if self._t_s > tw.time_s - 0.5 * tw.dt_s else tw.time_s
+            self._t_s = base + cost_s
+            tw.advance_to(self._t_s)
+
+    def step(self, values, t_s):
+        self._owed_s = PLAN_CPU_S
+        try:
+            out = self._r.step(values, t_s)
+        finally:
+            owed, self._owed_s = self._owed_s, 0.0
+        self._think(owed + STEP_AFTER_CPU_S)
+        return out
+
+    def tick(self, now_s):
+        out = self._r.tick(now_s)
+        if out is not None:
+            self._think(TICK_CPU_S)
+        return out
+
+    def idle(self):
+        pending = self._r._pending is not None
+        self._r.idle()
+        if pending:
+            self._think(IDLE_CPU_S)
+
+    def __getattr__(self, name):
+        return getattr(self._r, name)
 
 
 class TwinEnd:
@@ -47,6 +116,13 @@ class TwinEnd:
         self.end = open_link_end(desc, self.driver, clock, mapping=mapping, imu=imu, fps=fps)
         self.mapping = self.end.mapping
         self.bridge = self.end.bridge
+        made = self.bridge.retarget
+        if made is not None:
+            # each header's retargeter, as the robot's computer runs it: in its CPU time
+            def thinking(names, imu):
+                r = made(names, imu)
+                return None if r is None else _Thinking(r, self.twin)
+            self.bridge.retarget = thinking
         # the robot switched on before the link: it stands at home until its OpenCR board
         # answers and its standing reference is taken (the twin's time runs on meanwhile;
         # the link's clock starts after)

@@ -150,6 +150,7 @@ class LiveRetargeter:
         self._lifted = {}
         self.infeasible = []
         self.errors = []             # per frame: [angle deg per mapped segment]
+        self._pending = None         # (servo deg, q, person directions) of the last frame, for idle()
         self.frames = 0
         self.min_height = MIN_HEIGHT
         self.height_tau_s = HEIGHT_TAU_S
@@ -293,7 +294,9 @@ class LiveRetargeter:
             deg = self._stance_pitch(deg, dt)
         self._plan = np.array(self._lim.step(list(deg), 0.0 if self.frames == 0 else dt))
         out = self._stabilised()
-        self._errors(out, q)
+        # the pose error's bookkeeping waits for idle(): after the frame's bytes are out
+        self.idle()
+        self._pending = (out, q, dict((k, d.v.copy()) for k, d in self.D.items()))
         self.frames += 1
         return out
 
@@ -361,10 +364,18 @@ class LiveRetargeter:
         self._tick_at = now_s
         return self._stabilised()
 
-    def _errors(self, deg, q):
+    def idle(self):
+        """The last frame's pose error (the robot's segments by forward kinematics against the
+        person's): bookkeeping, done once its servo bytes are out (LinkBridge calls it after the
+        send), not between the IMU read and the write."""
+        if self._pending is None:
+            return
+        deg, q, person = self._pending
+        self._pending = None
         R = pose.robot_directions(self.body, np.asarray(deg)[None], q[None, :7] if self.body.floating else None)
-        self.errors.append([float(pose.angle_deg(R[k][0], self.D[k].v)) for k in R if k in self.D])
+        self.errors.append([float(pose.angle_deg(R[k][0], person[k])) for k in R if k in person])
 
     def pose_error_deg(self):
+        self.idle()
         allv = [e for row in self.errors for e in row]
         return float(np.median(allv)) if allv else None
