@@ -119,17 +119,18 @@ def test_a_closed_emulators_board_leaves_the_twin():
     twin = Twin("op3-dynamixel", seed=0)
     emu = DynamixelEmulator(ids=twin.ids, clock=twin.clock, body=twin, imu_id=200)
     other = DynamixelEmulator(ids=twin.ids, clock=twin.clock, body=twin, imu_id=200)
-    assert len(twin.sensors) == 2
+    assert len(twin.sensors) == 4                           # each: its board and its servos' watchdog
     twin.advance(0.4)                                       # (past the chip's 0.325 s set-up)
     runs = emu.boards[200].imu.runs
     emu.close()
-    assert len(twin.sensors) == 1
+    assert len(twin.sensors) == 2 and all(getattr(f, "__self__", None) in (other, other.boards[200])
+                                          for f in twin.sensors)
     twin.advance(0.02)
     assert emu.boards[200].imu.runs == runs                # no longer stepped
     assert other.boards[200].imu.runs > runs               # the other still is
     emu.close()                                             # twice: a no-op
     twin.detach_sensor(lambda t: None)                      # one never attached: a no-op
-    assert len(twin.sensors) == 1
+    assert len(twin.sensors) == 2
 
 
 def test_the_robot_end_takes_a_standing_reference_off_the_chips_offsets():
