@@ -54,11 +54,18 @@ def encode(values, lo, hi, bits):
     span = hi - lo
     missing = np.isnan(v)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        x = (v - lo) / span * top + 0.5
-        x = np.where(span > 0, x, 0.0)
-        x = np.where(missing, 0.0, x)
-        codes = np.floor(np.clip(x, 0.0, float(top)))
-    return codes.astype(np.uint8 if bits == 8 else np.uint16), missing
+        # x = (v - lo) / span * top + 0.5, in place (the same operations in the same order)
+        x = np.subtract(v, lo)
+        x /= span
+        x *= top
+        x += 0.5
+        if not (span > 0).all():
+            x[np.broadcast_to(~(span > 0), x.shape)] = 0.0
+        if missing.any():
+            x[missing] = 0.0
+        np.clip(x, 0.0, float(top), out=x)
+        np.floor(x, out=x)
+    return x.astype(np.uint8 if bits == 8 else np.uint16), missing
 
 
 def decode(codes, lo, hi, bits, missing=None):

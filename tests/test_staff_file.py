@@ -13,7 +13,8 @@ from PIL import Image
 from host.pngrows import _candidates, filter_rows, unfilter_rows
 from host.rowtransform import choose, low_order, sort_low, to_planes
 from host.staff import Row, Staff
-from host.stafffile import decode_png, encode_png, palette_rgb, read_staff, write_staff
+from host.stafffile import (TRIAL_PIECE_BYTES, TRIAL_PIECES, _deflate, _sample, decode_png, encode_png, palette_rgb,
+                            read_staff, write_staff, zlib_strategy)
 from protocol.errors import FormatError
 
 
@@ -113,6 +114,26 @@ def test_filters_invert(nrows, width, bpp, seed):
         buf = b"".join(rows)
         assert np.array_equal(unfilter_rows(buf, nrows, width * bpp, bpp), raw)
 
+
+
+def test_zlib_strategy_is_chosen_by_the_data():
+    """Above zopfli's size the writer deflates with the strategy that wins on a sample: Huffman
+    codes only for noise-like bytes (string matches cost there), matches for repeating ones."""
+    rng = np.random.default_rng(5)
+    noise = np.clip(rng.normal(0, 2.0, 3 << 20), -100, 100).astype(np.int8).tobytes()
+    motif = bytes(rng.integers(0, 256, 700, dtype=np.uint8))
+    repeating = bytes(b ^ (i % 3 == 0 and (i // 7) % 2) for i, b in enumerate(motif * 4500))
+    assert zlib_strategy(noise) == zlib.Z_HUFFMAN_ONLY
+    assert zlib_strategy(repeating) == zlib.Z_FILTERED
+    sample = _sample(noise)
+    assert len(sample) == TRIAL_PIECES * TRIAL_PIECE_BYTES
+    assert sample[:TRIAL_PIECE_BYTES] == noise[:TRIAL_PIECE_BYTES]
+    # evenly spaced: the last piece ends within TRIAL_PIECES bytes of the end (noise: found once)
+    assert len(noise) - TRIAL_PIECE_BYTES - noise.rindex(sample[-TRIAL_PIECE_BYTES:]) < TRIAL_PIECES
+    for data in (noise, repeating):
+        for effort in (0, 1, 2):
+            assert zlib.decompress(_deflate(data, effort)) == data
+    assert _sample(b"abc") == b"abc"
 
 # --- bad files -----------------------------------------------------------------------------
 
