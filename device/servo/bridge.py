@@ -191,6 +191,12 @@ class LinkBridge:
                 pl.failsafe("torque_off")
             return
         if self.bus_imu is not None and not self.bus_imu.ready and self.player is not None:
+            if self.player.in_failsafe:
+                # a frame ends a failsafe as any frame does (a torque off that came before the
+                # board was up: the robot stands again, torque on at home, not limp for ever:
+                # stand_by does nothing in a failsafe, so the reference was never taken)
+                self.player.resume()
+                self.counts["failsafe_released"] += 1
             # the robot stands (torque on, home) until its board answers: the OpenCR is silent
             # for about 2.9 s after power-up (its gyro calibration), and the balance needs it
             # (ROBOTIS' framework waits for it too); one probe a feed, not the silent backoff
