@@ -224,21 +224,23 @@ def test_emulate_physics_bad_robot_is_one_line(capsys):
     assert "dynamixel controller, not feetech" in capsys.readouterr().err
 
 
+class _Clock:                       # SimPort's twin: a clock that advances when asked
+    time_s = 0.0
+
+    def advance_to(self, t):
+        self.time_s = max(self.time_s, t)
+
+
+class _Echo:                        # a device that answers "?" with 10 bytes
+    def feed(self, b):
+        return b"\x00" * 10 if b.startswith(b"?") else b""
+
+
 def test_simport_charges_wire_time_and_return_delay():
     from host.physics.simport import SimPort
 
-    class Clock:
-        time_s = 0.0
-
-        def advance_to(self, t):
-            self.time_s = max(self.time_s, t)
-
-    class Echo:
-        def feed(self, b):
-            return b"\x00" * 10 if b.startswith(b"?") else b""
-
-    c = Clock()
-    port = SimPort(Echo(), c, 1000000, reply_delay_s=0.0005)
+    c = _Clock()
+    port = SimPort(_Echo(), c, 1000000, reply_delay_s=0.0005)
     port.write(b"x" * 100)                          # 100 bytes x 10 bits at 1 Mbps = 1 ms
     assert c.time_s == pytest.approx(0.001)
     port.write(b"?" * 10)                           # 0.1 ms on the wire, then 0.5 ms return delay
@@ -253,18 +255,8 @@ def test_simport_reads_as_pyserial_blocks_on_the_twins_clock():
     wire survives a flush and is read when it arrives."""
     from host.physics.simport import SimPort
 
-    class Clock:
-        time_s = 0.0
-
-        def advance_to(self, t):
-            self.time_s = max(self.time_s, t)
-
-    class Echo:
-        def feed(self, b):
-            return b"\x00" * 10 if b.startswith(b"?") else b""
-
-    c = Clock()
-    port = SimPort(Echo(), c, 1000000, reply_delay_s=0.0005, timeout=0.03)
+    c = _Clock()
+    port = SimPort(_Echo(), c, 1000000, reply_delay_s=0.0005, timeout=0.03)
     assert port.read(1) == b"" and c.time_s == pytest.approx(0.03)       # nothing: the timeout
     port.write(b"?")                                   # request ends 0.03001, reply from 0.03051
     assert port.in_waiting == 0
