@@ -162,14 +162,24 @@ def test_the_robot_end_takes_a_standing_reference_off_the_chips_offsets():
             self.advance_to(self.time_s + s)
     body = Clocked()
     emu = DynamixelEmulator(ids=(1,), clock=lambda: body.time_s, body=body, imu_id=200)
-    imu = opencr.OpenCRImu(open_driver("dynamixel", SimPort(emu, body, 1000000)))
+    port = SimPort(emu, body, 1000000)
+    imu = opencr.OpenCRImu(open_driver("dynamixel", port, clock=port.clock))
     stands = []
-    assert imu.wait_ready(body.advance, stand=lambda: stands.append(body.time_s) or True)
-    # (each cycle 0.026 s: the 0.02 s wait and the read's bus time, each rounded up to the
-    # stub's 2 ms steps; the first read after the calibration is not still: the 3-sample mean
-    # still holds two uncalibrated samples, as in the firmware)
-    assert 2.85 < body.time_s <= 2.95 + (opencr.STAND_READS + 1) * 0.026 + 1e-6
-    assert len(stands) > 140                                  # stood at home all the while
+    assert imu.wait_ready(body.advance, stand=lambda: stands.append(port.clock()) or True)
+    # while the board is silent each read waits the SDK's packet timeout after its request
+    # (34.41 ms: longer than the 0.02 s cycle), so the robot stands by once a read, each
+    # cycle that long (the stub's 2 ms steps round the request's and the wait's ends up), as
+    # a robot on the hardware would (a 0.1 s port timeout gave 0.12 s); once it answers, a
+    # cycle every 0.02 s. (The first read after the calibration is not still: the 3-sample
+    # mean still holds two uncalibrated samples, as in the firmware)
+    silent_s = 14 * 10 / 1e6 + dx.packet_timeout_s(27, 1e6)
+    gaps = [b - a for a, b in zip(stands, stands[1:])]
+    quiet = [g for g in gaps if g > 0.03]
+    assert gaps[:len(quiet)] == quiet                        # silent first, then answering
+    assert all(silent_s - 1e-9 <= g <= silent_s + 2 * DT + 1e-9 for g in quiet)
+    assert all(g <= 0.02 + DT + 1e-9 for g in gaps[len(quiet):])
+    assert 2.85 / (silent_s + 2 * DT) <= len(quiet) <= 2.95 / silent_s + 1  # stood at home all the while
+    assert 2.85 < body.time_s <= 2.95 + silent_s + (opencr.STAND_READS + 1) * (0.02 + DT) + 1e-6
     raw = imu.sample()[2]
     assert max(abs(raw[k] - opencr.STAND_UP[k]) for k in range(3)) > 0.02
     up, rate, acc = imu.read(acc=True)
@@ -206,6 +216,13 @@ def test_a_stream_that_comes_before_the_board_is_up_waits_standing(monkeypatch):
     # power_up)
     assert c["frames"] > 20 and c["failsafe_engaged"] == 1 and not rep["fell"]
     assert ends[0].boot_s == 0.0
+    # one probe a feed while the board is silent, each waiting the SDK's packet timeout: the
+    # robot end misses its turns meanwhile (the replay's 4 a frame, 8.3 ms each: 4 a probe at
+    # least), and the frames that came in the wait are one feed after it, one probe
+    silent_s = 14 * 10 / 1e6 + dx.packet_timeout_s(27, 1e6)
+    t = ends[0].bridge.bus_imu.stats["timeouts"]
+    assert 2.85 / (silent_s + 2 / 120.0) <= t <= 2.95 / silent_s + 1
+    assert ends[0].blocked_steps >= 4 * t
 
 
 def test_a_standing_reference_far_from_home_is_refused_not_baked_in():

@@ -209,17 +209,23 @@ def test_the_emulator_serves_the_twins_tilt_through_the_bytes_in_wire_time():
     true_up = twin.data.xmat[twin.torso_id].reshape(3, 3)[2, :].copy()
     emu = DynamixelEmulator(ids=twin.ids, clock=twin.clock, body=twin, imu_id=200)
     port = SimPort(emu, twin, 1000000, opencr.RETURN_DELAY_S)
-    imu = opencr.OpenCRImu(open_driver("dynamixel", port))
+    imu = opencr.OpenCRImu(open_driver("dynamixel", port, clock=port.clock))
+
+    def hold(tw):
+        # (after every step, the board's sample taken: the pose put back for the next one,
+        # through the port's waits too)
+        tw.data.qpos[:] = pose
+        tw.data.qvel[:] = 0
+    twin.attach_sensor(hold)
     assert imu.sample() is None and imu.stats["timeouts"] == 1
     assert port.bus_t_s == pytest.approx(14 * 10 / 1e6, abs=1e-12)   # (the request: no reply)
-
-    def hold(seconds):
-        for _ in range(int(round(seconds / twin.dt_s))):
-            twin.data.qpos[:] = pose
-            twin.data.qvel[:] = 0
-            twin.step()
+    # the silent board cost the read the SDK's packet timeout (27 bytes at 1 Mbaud + 2 x 16 ms
+    # + 2 ms) after the request's bytes, on the twin's clock: the body moved on meanwhile
+    wait_s = 14 * 10 / 1e6 + dx.packet_timeout_s(27, 1e6)
+    assert port.clock() == pytest.approx(wait_s, abs=1e-12) and wait_s == pytest.approx(0.03441)
+    assert twin.time_s == pytest.approx(round(wait_s / twin.dt_s) * twin.dt_s)
     # (answering, but tipped 20 deg: not a robot standing at home, no standing reference)
-    assert not imu.wait_ready(hold, timeout_s=4.0)
+    assert not imu.wait_ready(twin.advance, timeout_s=4.0)
     assert imu.stats["stand_refused"] >= 1 and imu.acc_off is None
     up, rate, acc = imu.sample()
     # (posed in the air the body falls within each held step: its accelerometer reads its

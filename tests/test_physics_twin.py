@@ -224,26 +224,59 @@ def test_emulate_physics_bad_robot_is_one_line(capsys):
     assert "dynamixel controller, not feetech" in capsys.readouterr().err
 
 
+class _Clock:                       # SimPort's twin: a clock that advances when asked
+    time_s = 0.0
+
+    def advance_to(self, t):
+        self.time_s = max(self.time_s, t)
+
+
+class _Echo:                        # a device that answers "?" with 10 bytes
+    def feed(self, b):
+        return b"\x00" * 10 if b.startswith(b"?") else b""
+
+
 def test_simport_charges_wire_time_and_return_delay():
     from host.physics.simport import SimPort
 
-    class Clock:
-        time_s = 0.0
-
-        def advance_to(self, t):
-            self.time_s = max(self.time_s, t)
-
-    class Echo:
-        def feed(self, b):
-            return b"\x00" * 10 if b.startswith(b"?") else b""
-
-    c = Clock()
-    port = SimPort(Echo(), c, 1000000, reply_delay_s=0.0005)
+    c = _Clock()
+    port = SimPort(_Echo(), c, 1000000, reply_delay_s=0.0005)
     port.write(b"x" * 100)                          # 100 bytes x 10 bits at 1 Mbps = 1 ms
     assert c.time_s == pytest.approx(0.001)
     port.write(b"?" * 10)                           # 0.1 ms on the wire, then 0.5 ms return delay
     assert port.read(10) == b"\x00" * 10
     assert c.time_s == pytest.approx(0.001 + 0.0001 + 0.0005 + 0.0001)
+
+
+def test_simport_reads_as_pyserial_blocks_on_the_twins_clock():
+    """read(n) returns as soon as n bytes are in (each at the end of its wire time, after the
+    return delay), else after the port's timeout with what came; timeout 0 returns at once;
+    None waits for bytes that are coming and refuses to wait for ever; a reply still on the
+    wire survives a flush and is read when it arrives."""
+    from host.physics.simport import SimPort
+
+    c = _Clock()
+    port = SimPort(_Echo(), c, 1000000, reply_delay_s=0.0005, timeout=0.03)
+    assert port.read(1) == b"" and c.time_s == pytest.approx(0.03)       # nothing: the timeout
+    port.write(b"?")                                   # request ends 0.03001, reply from 0.03051
+    assert port.in_waiting == 0
+    port.timeout = 0
+    assert port.read(10) == b"" and c.time_s == pytest.approx(0.03001)  # at once, nothing yet
+    port.timeout = 0.000525                            # 2 of the 10 bytes are in by then
+    assert port.read(10) == b"\x00" * 2 and c.time_s == pytest.approx(0.030535)
+    port.reset_input_buffer()                          # (the 8 still on the wire are kept)
+    port.timeout = 0.03
+    assert port.read(4) == b"\x00" * 4 and c.time_s == pytest.approx(0.03051 + 0.00006)
+    port.timeout = None
+    assert port.read(4) == b"\x00" * 4 and c.time_s == pytest.approx(0.03051 + 0.0001)
+    with pytest.raises(RuntimeError, match="for ever"):
+        port.read(3)                                   # none are coming
+    port.write(b"?")
+    c.advance_to(0.04)
+    assert port.in_waiting == 10
+    port.reset_input_buffer()                          # arrived: dropped
+    assert port.in_waiting == 0 and port.rx == b""
+    assert port.bytes_in == 10 and port.bus_t_s == pytest.approx(0.03061 + 0.00001 + 0.0005 + 0.0001)
 
 
 def test_backlash_delays_torque_after_a_reversal():

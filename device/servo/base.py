@@ -7,6 +7,13 @@
 cmds is a list of (channel or servo id, position in controller units, int). A driver writes
 each frame in as few transactions as its protocol allows, counts bytes and errors in stats,
 and offers the failsafe actions its controller has (torque_off, set_watchdog).
+
+A request and its reply are a transaction: with_deadline(timeout_s) bounds every read until
+end_deadline() to timeout_s from now on the driver's clock (drv.clock, seconds: time.monotonic
+on a host, a twin's port clock in simulation), as the vendor SDKs' packet timeout does; the
+port's own timeout is set to what is left before each read (pyserial's `timeout`, SimPort's)
+and put back after. Without a clock each read waits at most timeout_s; a port without a
+settable timeout (a MicroPython UART) keeps its own.
 """
 
 
@@ -15,12 +22,42 @@ class Driver:
     UNITS = "units"
     HAS_WATCHDOG = False
     BAUD = 115200
+    clock = None            # the deadline's clock (s); open_driver(..., clock=) sets it
 
     def __init__(self, port, echo=False):
         self.port = port
         # echo: a half-duplex bus (TX and RX on one wire) hands back every byte we send
         self.echo = echo
         self.stats = {"frames": 0, "commands": 0, "bytes": 0, "errors": 0, "timeouts": 0}
+        self._deadline = None
+        self._saved_timeout = None
+
+    def port_baud(self):
+        """The port's baud rate (pyserial's baudrate, SimPort's baud), else the protocol's."""
+        for k in ("baudrate", "baud"):
+            b = getattr(self.port, k, None)
+            if isinstance(b, (int, float)) and b > 0:
+                return float(b)
+        return float(self.BAUD)
+
+    def with_deadline(self, timeout_s):
+        """The reads from now until end_deadline() end within timeout_s (see the docstring)."""
+        port = self.port
+        self._saved_timeout = None
+        if hasattr(port, "timeout"):
+            self._saved_timeout = (port.timeout,)
+        self._deadline = (self.clock() + timeout_s) if self.clock is not None else None
+        self._set_timeout(timeout_s)
+
+    def end_deadline(self):
+        self._deadline = None
+        if self._saved_timeout is not None:
+            self._set_timeout(self._saved_timeout[0])
+            self._saved_timeout = None
+
+    def _set_timeout(self, t):
+        if self._saved_timeout is not None and self.port.timeout != t:
+            self.port.timeout = t
 
     def write(self, data):
         try:
@@ -44,6 +81,9 @@ class Driver:
         """n bytes from the port, or what arrived before its timeout (counted)."""
         buf = b""
         while len(buf) < n:
+            if self._deadline is not None:
+                # what is left of the transaction's time (0: only bytes already in)
+                self._set_timeout(max(0.0, self._deadline - self.clock()))
             got = self.port.read(n - len(buf))
             if not got:
                 self.stats["timeouts"] += 1

@@ -34,7 +34,7 @@ each read takes its bytes' time on the line (budgeted at imu_hz, the balance loo
 device/servo/linebudget.py), and a read that fails is None to the retargeter (its feedback
 skips that tick). Until the board has given one good reading (it is silent for about 2.9 s
 after power-up: its gyro calibration) the robot stands at home with torque on and the frames
-are not played (counted imu_wait; one probe of the board each). A robot whose description names no IMU is a ValueError at construction.
+are not played (counted imu_wait; one probe of the board a feed). A robot whose description names no IMU is a ValueError at construction.
 """
 
 import time
@@ -139,6 +139,7 @@ class LinkBridge:
 
     _standing_by = False
     _at_home = False        # the last stand_by() found the robot at home
+    _probed = False         # the board not ready was asked in this feed()
 
     def _imu(self):
         """The robot's IMU now, read on its bus: (up, rate rad/s, specific force g) in the torso
@@ -161,6 +162,7 @@ class LinkBridge:
         """Decode the bytes that arrived and act on every valid frame (with stale_s: every one
         within stale_s of the newest); returns the bytes to send back."""
         out = []
+        self._probed = False
         packets = self.decoder.feed(data)
         newest_us = None
         if self.stale_s is not None:
@@ -190,11 +192,21 @@ class LinkBridge:
                 pl.failsafe("torque_off")
             return
         if self.bus_imu is not None and not self.bus_imu.ready and self.player is not None:
+            if self.player.in_failsafe:
+                # a frame ends a failsafe as any frame does (a torque off that came before the
+                # board was up: the robot stands again, torque on at home, not limp for ever:
+                # stand_by does nothing in a failsafe, so the reference was never taken)
+                self.player.resume()
+                self.counts["failsafe_released"] += 1
             # the robot stands (torque on, home) until its board answers: the OpenCR is silent
             # for about 2.9 s after power-up (its gyro calibration), and the balance needs it
-            # (ROBOTIS' framework waits for it too); one probe a frame, not the silent backoff
-            # (its read counts for the standing reference once the robot stood at home)
-            self.bus_imu.stand_sample(self._at_home)
+            # (ROBOTIS' framework waits for it too); one probe a feed, not the silent backoff
+            # (its read counts for the standing reference once the robot stood at home): a
+            # silent board's read waits its packet timeout (34 ms at 1 Mbaud, a frame's period
+            # at 30 fps), and the frames that came meanwhile come in one feed after it
+            if not self._probed:
+                self._probed = True
+                self.bus_imu.stand_sample(self._at_home)
             if not self.bus_imu.ready:
                 self.counts["imu_wait"] += 1
                 self._at_home = self.player.stand_by()

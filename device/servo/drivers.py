@@ -60,8 +60,9 @@ def driver_options(name, opts):
     return kw
 
 
-def open_driver(name, port, baud=None, timeout_s=0.1, **opts):
-    """A driver on a port URL (or an already open port / I2C bus object)."""
+def open_driver(name, port, baud=None, timeout_s=0.1, clock=None, **opts):
+    """A driver on a port URL (or an already open port / I2C bus object); clock (s): the one a
+    reply's deadline reads (device/servo/base.py: time.monotonic, a SimPort's clock)."""
     cls = driver_class(name)
     kw = driver_options(name, opts)
     if name == "pca9685":
@@ -70,4 +71,9 @@ def open_driver(name, port, baud=None, timeout_s=0.1, **opts):
         return cls(bus, **kw)
     if isinstance(port, str):
         port = open_port(port, baud or cls.BAUD, timeout_s)
-    return cls(port, **kw)
+    if clock is not None and "clock" in inspect.signature(cls.__init__).parameters:
+        kw["clock"] = clock                 # a driver that paces on a clock (Native)
+    drv = cls(port, **kw)
+    if clock is not None:
+        drv.clock = clock
+    return drv

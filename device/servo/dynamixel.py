@@ -5,6 +5,7 @@
     dx.sync_write(dx.GOAL_POSITION, 4, {1: 1000, 2: 2000})
     bus = dx.Dynamixel(port); bus.start(servos); bus.send_positions([(1, 2048), (2, 1024)])
     bus.set_watchdog(0.1)          # Bus Watchdog (98), 20 ms units: stops the servos itself
+    bus.read_position(1)           # a reply waited for the SDK's packet timeout (34 ms at 1 Mbaud)
 
 CRC-16/BUYPASS over the stuffed packet; FF FF FD inside the packet goes out as FF FF FD FD
 (the Python SDK forgets this; we follow the C++ SDK). Status packets are parsed and checked.
@@ -145,6 +146,21 @@ def status_len_max(nparams):
 
 
 OTHERS_MAX = 2                      # other ids' status packets passed over before the one asked
+# how long a request waits for its status packet: ROBOTIS' dynamixel-sdk 4.1.0
+# (dynamixel_sdk/port_handler.py setPacketTimeout(packet_length): tx_time_per_byte *
+# packet_length + LATENCY_TIMER * 2 + 2.0 ms, tx_time_per_byte = 1000 / baud * 10 ms,
+# LATENCY_TIMER = 16 ms (the USB adapter's latency timer); protocol2_packet_handler.py
+# txRxPacket: packet_length = the READ's data length + 11, 11 for any other instruction; one
+# deadline from after the request for the whole reply, other ids' packets included): 34.27 ms
+# for the OpenCR's 16 bytes at 1 Mbaud, not a 0.1 s port timeout per reply that does not come
+LATENCY_TIMER_S = 0.016
+PACKET_EXTRA_S = 0.002
+
+
+def packet_timeout_s(packet_length, baud):
+    """The SDK's packet timeout (s) for a reply of packet_length bytes at baud."""
+    # t = 10 bits / baud x packet_length + 2 x LATENCY_TIMER + 2 ms
+    return packet_length * 10.0 / baud + 2 * LATENCY_TIMER_S + PACKET_EXTRA_S
 
 
 class Dynamixel(Driver):
@@ -238,12 +254,17 @@ class Dynamixel(Driver):
         id it asked answers."""
         seen = b""
         r = None
-        for _ in range(1 + OTHERS_MAX):
-            data, whole = self._reply(nparams)
-            seen += data
-            r = parse_status(data) if whole else None
-            if r is None or r[0] == sid:
-                break
+        # the SDK's packet timeout: one deadline for the reply (device/servo/base.py)
+        self.with_deadline(packet_timeout_s(nparams + 11, self.port_baud()))
+        try:
+            for _ in range(1 + OTHERS_MAX):
+                data, whole = self._reply(nparams)
+                seen += data
+                r = parse_status(data) if whole else None
+                if r is None or r[0] == sid:
+                    break
+        finally:
+            self.end_deadline()
         return seen, r
 
     def read_position(self, sid):

@@ -61,7 +61,8 @@ REPLY_BYTES = 11 + BLOCK            # header 4, id, len 2, 0x55, error, params, 
 # the reply's wait on the line, as the servos' (XM430 Return Delay Time default 250 x 2 us):
 # the board's own default is 0, its firmware answers from its main loop (at least as late)
 RETURN_DELAY_S = 0.0005
-# a board that does not answer (absent, unpowered, at another baud) costs the port's timeout on
+# a board that does not answer (absent, unpowered, at another baud) costs the driver's packet
+# timeout (device/servo/dynamixel.py: the SDK's, 34.27 ms for this reply at 1 Mbaud) on
 # every read: after QUIET_LIMIT reads in a row that waited it out (nothing came, or not all of a
 # reply) it is asked only every PROBE_EVERY-th call (None in between)
 QUIET_LIMIT = 3
@@ -194,7 +195,7 @@ class OpenCRImu:
         except OSError:
             self.stats["errors"] += 1
             return None
-        # a read that waited out the port's timeout, for nothing or for the rest of a fragment
+        # a read that waited out its packet timeout, for nothing or for the rest of a fragment
         # (a board at another baud, a dying line), is quiet: backed off like a silent board
         waited = self.driver.stats["timeouts"] > waited
         self.quiet = self.quiet + 1 if waited else 0
@@ -256,27 +257,44 @@ class OpenCRImu:
         up = tuple(v / n for v in up) if n > 0.5 else s[0]
         return up, s[1], tuple(s[2][k] - self.acc_off[k] for k in range(3))
 
-    def wait_ready(self, sleep, timeout_s=WAIT_READY_S, every_s=0.02, stand=None):
+    def wait_ready(self, sleep, timeout_s=WAIT_READY_S, every_s=0.02, stand=None, clock=None):
         """Ask the board every every_s (sleep(s) lets that time pass: the robot's clock, the
         robot standing still at home) until it answers and the standing reference is taken
-        (STAND_READS still reads): True, or False after timeout_s. stand() before each wait
+        (STAND_READS still reads): True, or False after timeout_s. stand() after each read
         keeps the robot standing (Player.stand_by: home, torque on, the failsafe fed), as
         LinkBridge does frame by frame. The OpenCR does not answer at
         all while its firmware calibrates the gyro at power-up (IMU.begin() in setup(), before
         the port opens: about 2.9 s), and the robot's balance needs it (ROBOTIS' framework
-        waits for the board the same way). The backoff of a silent board is not applied here."""
+        waits for the board the same way). The backoff of a silent board is not applied here.
+        With a clock (s; default the driver's, device/servo/base.py) the cycles start every
+        every_s on it, a read's wait counted in its cycle: a silent board's read waits the
+        packet timeout (device/servo/dynamixel.py: 34.3 ms at 1 Mbaud, more than every_s), so
+        the robot stands by once a read, about 29 times a second, until the board answers;
+        timeout_s is then the clock's. Without one, every_s is slept after each cycle and
+        timeout_s counts cycles of every_s."""
+        clock = clock or getattr(self.driver, "clock", None)
         n = int(timeout_s / every_s) + 1
+        t0 = due = clock() if clock is not None else None
         # the reference's reads are the ones after stand() said the robot is at home (True:
         # Player.stand_by's limiter at home); without stand, the caller's word it stands
         home = stand is None
-        for _ in range(n):
+        for _ in range(n):                  # (a cycle is every_s at least: n of them cover timeout_s)
             if self.stand_sample(home) is not None:
                 self.quiet = 0
             if self.ready:
                 return True
             if stand is not None:
                 home = stand() is True
-            sleep(every_s)
+            if clock is None:
+                sleep(every_s)
+                continue
+            now = clock()
+            if now - t0 >= timeout_s:
+                break
+            # next cycle at due + every_s, or now when this one ran longer (a read's timeout)
+            due = max(due + every_s, now)
+            if due > now:
+                sleep(due - now)
         return False
 
     def stand_sample(self, at_home):

@@ -169,13 +169,49 @@ class Player:
         now = self._now()
         self.last_t = now if t_s is None else t_s       # media time: reported, not used for dt
         self.last_frame_clock = now
-        if self.in_failsafe:
-            self.in_failsafe = False
-            self._homing = False
-            self._torque_pending = False
-            self._rearm = self.watchdog
+        self.resume()
+        self._restart_if_due()
         self.stats["frames"] += 1
         return self._command(self.targets(values))
+
+    def resume(self):
+        """End an engaged failsafe as a frame does: the watchdog to arm again and, after a
+        torque off, the controller set up again (torque on, profile: Driver.start) before the
+        next command; a servo limp since the torque off holds where it is, the limiter
+        starting there where the servos can be read. No-op when none is engaged."""
+        if not self.in_failsafe:
+            return
+        self.in_failsafe = False
+        self._homing = False
+        self._torque_pending = False
+        self._rearm = self.watchdog
+        if getattr(self, "failsafe_action", None) == "torque_off":
+            self._restart = True
+        self.failsafe_action = None
+
+    def restart(self):
+        """Set the controller up again before the next command (a servo bus reopened: its
+        servos powered down with it, torque off, profile and watchdog lost)."""
+        self._restart = True
+        self._rearm = self.watchdog
+
+    _restart = False
+
+    def _restart_if_due(self):
+        """A restart that is due, before a command; a bus that fails here
+        (a write timeout, its adapter unplugged) is a send error like a position's, and tried
+        again at the next one."""
+        if self._restart:
+            try:
+                self.driver.start([(s.id, s) for s in self.servos])
+                self._restart = False
+            except OSError:
+                self.stats["send_errors"] += 1
+                return
+            cur = self._read_current()
+            if cur is not None and any(v is not None for v in cur):
+                self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
+        # (the watchdog's re-arm, if due, goes with the next command: _command)
 
     def stand_by(self):
         """Hold home with torque on while the robot end is not ready to play (its IMU board not
@@ -185,6 +221,7 @@ class Player:
         failsafe is engaged."""
         if self.in_failsafe:
             return False
+        self._restart_if_due()
         self.last_frame_clock = self._now()
         home = [s.home_deg for s in self.servos]
         self._command(home, self.robot.ramp_vel_dps)

@@ -66,11 +66,12 @@ def _device(port):
 
 
 def run(args):
-    from device.servo.drivers import open_driver, open_port
+    from device.servo.drivers import driver_class, open_driver, open_port
     from device.servo.robot import load_robot
     from host.follow_loop import FollowLoop
     from host.retarget.live import TICK_S
     from device.servo.opencr import WAIT_READY_S
+    from device.servo.transport import reopening
     from host.interrupts import as_interrupt, restore
     from host.robot_link import open_link_end, resolve_mapping
 
@@ -87,10 +88,20 @@ def run(args):
         return open_port(link_url, args.link_baud, TICK_S)
     link_test = open_link()                 # the link first: a bad --link moves nothing
     link_test.close()
-    driver = open_driver(controller, args.port, baud=args.baud or robot.baud, **dict(robot.options))
+    baud = args.baud or robot.baud or driver_class(controller).BAUD
+    servo_port = None
+    if controller != "pca9685":             # (an I2C bus: not a serial port to reopen)
+        # the servo bus reopened when it fails (its USB adapter unplugged and back): the
+        # first open's OSError is the one-line error, nothing moved yet
+        def open_servos():
+            return open_port(args.port, baud, 0.1)
+        servo_port = reopening(open_servos(), open_servos, args.port, clock=time.monotonic,
+                               baud=baud, drain=False)
+    driver = open_driver(controller, servo_port or args.port, baud=baud, clock=time.monotonic,
+                         **dict(robot.options))
     try:
         end = open_link_end(robot, driver, clock=None, mapping=mapping, imu=not args.no_imu and controller == "dynamixel")
-        loop = FollowLoop(open_link, end, tick_s=TICK_S)
+        loop = FollowLoop(open_link, end, tick_s=TICK_S, servo_port=servo_port)
     except Exception:
         driver.close()
         raise
@@ -129,13 +140,14 @@ def run(args):
     else:
         print("followed the link on %s: %d frames to %d servos of %s via %s [%s] (%d superseded "
               "by a newer one); %d headers, %d frames without one, %d of the wrong shape, %d "
-              "header requests; failsafe engaged %d times; link errors %d, reopened %d; limiter "
-              "clamped %d, rate-limited %d%s"
+              "header requests; failsafe engaged %d times; link errors %d, reopened %d; servo "
+              "bus lost %d, reopened %d; limiter clamped %d, rate-limited %d%s"
               % (args.link, summary["frames"], summary.get("servos_driven", 0), robot.name,
                  controller, summary["link_mapping"] or "row map", summary["superseded"],
                  summary["headers"], summary["no_header"], summary["wrong_rows"],
                  summary["requests"], summary["failsafe_engaged"], summary["link_errors"],
-                 summary["reopens"], summary.get("limiter_clamped", 0),
+                 summary["reopens"], summary.get("servo_bus_lost", 0),
+                 summary.get("servo_bus_reopened", 0), summary.get("limiter_clamped", 0),
                  summary.get("limiter_rate_limited", 0), " (interrupted)" if interrupted else ""))
     return 130 if interrupted else 0
 

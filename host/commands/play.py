@@ -148,7 +148,7 @@ def run(args):
     if first >= last:
         raise ValueError("--from/--to select no frames (the staff has %.3f s)" % staff.duration_s)
     opts = dict(robot.options)
-    driver = open_driver(controller, args.port, baud=args.baud or robot.baud, **opts)
+    driver = open_driver(controller, args.port, baud=args.baud or robot.baud, clock=time.monotonic, **opts)
     player = Player(robot, driver, row_names=staff.names, mapping=args.mapping)
     fb = bus_imu = None
     if args.imu_feedback:

@@ -110,7 +110,7 @@ class TwinEnd:
             kw["imu_id"] = desc.imu["id"]          # the OP3's OpenCR board on the servos' bus
         self.emu = make_emulator(desc.controller, **kw)
         self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0))
-        self.driver = open_driver(desc.controller, self.port, **dict(desc.options))
+        self.driver = open_driver(desc.controller, self.port, clock=self.port.clock, **dict(desc.options))
         from host.robot_link import open_link_end
         # the robot end a robot's computer runs (motionstaff follow), on the twin's driver
         self.end = open_link_end(desc, self.driver, clock, mapping=mapping, imu=imu, fps=fps)
@@ -127,17 +127,29 @@ class TwinEnd:
         # answers and its standing reference is taken (the twin's time runs on meanwhile;
         # the link's clock starts after)
         self.end.power_up(self.twin.advance)
-        self.boot_s = self.twin.time_s
+        self.boot_s = self.port.clock()         # (the port's: its last wait may end within a step)
         self.run = Run()
         self.run.robot = rm
         self.fall_s = None
         self.slip = FootSlip(self.twin) if rm.humanoid else None
         self.selfc = 0
+        self._pending = b""
+        self.blocked_steps = 0                  # steps the robot end was still in a bus wait
         self.t0 = clock()
 
     def step(self, data):
-        # the body moves on with the link's time (after its power-up's boot_s)
-        self.twin.advance_to(self.clock() - self.t0 + self.boot_s)
+        """The link's bytes now to the robot end, the body moved on with the link's time (after
+        its power-up's boot_s). A robot end still in a bus wait (a read waiting out a packet
+        timeout put the port's clock past this step's time) does not run this step: its bytes
+        wait in the link's buffer for the next step it runs (counted in blocked_steps), as a
+        loop blocked in a read on the robot misses its turns."""
+        self._pending += data
+        t = self.clock() - self.t0 + self.boot_s
+        if self.port.clock() > t + 1e-9:
+            self.blocked_steps += 1
+            return
+        self.twin.advance_to(t)
+        data, self._pending = self._pending, b""
         self.end.step(data)
 
     def sample(self):
@@ -161,6 +173,7 @@ class TwinEnd:
         b = self.bridge
         return {"robot": self.twin.rm.name, "frames_sampled": len(self.run.times_s),
                 "sim_s": round(self.twin.time_s, 3), "fell": self.fall_s is not None,
+                "blocked_steps": self.blocked_steps,
                 "fall_time_s": self.fall_s, "self_collision_frames": self.selfc,
                 "foot_slip_mm": None if self.slip is None else round(1000.0 * self.slip.slip_m, 2),
                 "bridge": dict(getattr(b, "counts", {})),

@@ -123,7 +123,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
         kw["imu_id"] = desc.imu["id"]          # the OP3's OpenCR board on the servos' bus
     emu = make_emulator(ctl, **kw)
     port = SimPort(emu, twin, desc.baud, REPLY_DELAY_S.get(ctl, 0.0))
-    driver = open_driver(ctl, port, **dict(desc.options))
+    driver = open_driver(ctl, port, clock=port.clock, **dict(desc.options))
     player = Player(desc, driver, row_names=played.names, mapping=mapping, clock=twin.clock,
                     sleep=twin.advance)
     run = Run()
