@@ -56,6 +56,7 @@ class _Thinking:
                 self._think(self._owed_s)
                 self._owed_s = 0.0
                 return imu()
+            read.source = imu                   # (the reader it times: the bridge's bus IMU)
             retargeter.imu = read
 
     def _think(self, cost_s):
