@@ -279,6 +279,25 @@ def test_simport_reads_as_pyserial_blocks_on_the_twins_clock():
     assert port.bytes_in == 10 and port.bus_t_s == pytest.approx(0.03061 + 0.00001 + 0.0005 + 0.0001)
 
 
+def test_simport_usb_frames_hold_requests_and_replies():
+    """usb_s: a request goes out at the next USB frame, a reply's bytes reach the reader at the
+    next frame after they are in (1 ms: full-speed USB; 16 ms: an FTDI at its default latency)."""
+    from host.physics.simport import USB_S, SimPort
+
+    c = _Clock()
+    c.time_s = 0.0003
+    port = SimPort(_Echo(), c, 1000000, reply_delay_s=0.0005, usb_s=0.001)
+    port.write(b"?")                                   # out at 0.001, on the wire to 0.00101
+    assert c.time_s == pytest.approx(0.00101)
+    # the reply is in at 0.00101 + 0.0005 + 10 bytes x 10 us = 0.00161: the reader has it at 0.002
+    assert port.read(10) == b"\x00" * 10 and c.time_s == pytest.approx(0.002)
+    ftdi = SimPort(_Echo(), _Clock(), 1000000, usb_s=0.016)
+    ftdi.write(b"?")
+    assert ftdi.read(10) == b"\x00" * 10 and ftdi.twin.time_s == pytest.approx(0.016)
+    # the twin's robots: the OP3's OpenCR, the SO-101's bus board, a Maestro: USB at 1 ms
+    assert USB_S["dynamixel"] == USB_S["feetech"] == USB_S["maestro"] == 0.001
+
+
 def test_backlash_delays_torque_after_a_reversal():
     import math as m
     from host.physics.servo import SPECS, ServoBank

@@ -98,7 +98,7 @@ class TwinEnd:
     def __init__(self, robot_name, clock, seed=0, mapping="pose", fps=30.0, imu=True):
         from device.servo.drivers import open_driver
         from device.servo.emulate import make_emulator
-        from host.physics.simport import REPLY_DELAY_S, SimPort
+        from host.physics.simport import REPLY_DELAY_S, USB_S, SimPort
         from host.physics.twin import Twin
         self.clock = clock
         self.twin = Twin(robot_name, seed=seed)
@@ -110,7 +110,8 @@ class TwinEnd:
         if getattr(desc, "imu", None):
             kw["imu_id"] = desc.imu["id"]          # the OP3's OpenCR board on the servos' bus
         self.emu = make_emulator(desc.controller, **kw)
-        self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0))
+        self.port = SimPort(self.emu, self.twin, desc.baud, REPLY_DELAY_S.get(desc.controller, 0.0),
+                            usb_s=USB_S.get(desc.controller, 0.0))
         self.driver = open_driver(desc.controller, self.port, clock=self.port.clock, **dict(desc.options))
         from host.robot_link import open_link_end
         # the robot end a robot's computer runs (motionstaff follow), on the twin's driver

@@ -17,15 +17,29 @@ RuntimeError when fewer than n ever will (a deterministic twin has nobody else t
 it would block for ever). reset_input_buffer drops what has arrived, not a reply still on the
 wire (it comes after the flush, as on a tty). `clock()` is the port's own time (continuous,
 the twin's steps are 2 ms): the clock a driver's packet deadline reads (device/servo/dynamixel.py).
+
+With usb_s (the host's USB link to the bus adapter) a request reaches the wire at the next USB
+frame and a reply's bytes reach the reader at the next frame after they are in: full-speed USB
+polls every 1 ms (the OP3's OpenCR is a USB CDC device on its NUC; the SO-101's bus board and a
+Maestro are USB serial too). An FTDI adapter (ROBOTIS' U2D2) holds a short reply up to its
+latency timer, 16 ms by default (FTDI AN232B-04; ROBOTIS advise setting it to 1 ms): give
+usb_s=0.016 for one left at its default.
 """
 
-REPLY_DELAY_S = {"dynamixel": 0.0005}      # XM430 control table 9, default 250 (2 us units)
+import math
+
+REPLY_DELAY_S = {"dynamixel": 0.0005,      # XM430 control table 9, default 250 (2 us units)
+                 # STS3215: Return Delay Time default 250 x 2 us (LeRobot's feetech.py
+                 # configure_motors writes 0; the product's driver leaves it)
+                 "feetech": 0.0005}
+USB_S = {"dynamixel": 0.001, "feetech": 0.001, "maestro": 0.001}   # full-speed USB frames
 _EPS_S = 1e-12
 
 
 class SimPort:
-    def __init__(self, emulator, twin, baud, reply_delay_s=0.0, timeout=0.1):
+    def __init__(self, emulator, twin, baud, reply_delay_s=0.0, timeout=0.1, usb_s=0.0):
         self.emu = emulator
+        self.usb_s = float(usb_s)
         self.reply_delay_s = reply_delay_s
         self.twin = twin
         self.baud = float(baud or 115200)
@@ -47,8 +61,16 @@ class SimPort:
             self.t_s = t_s
         self.twin.advance_to(t_s)
 
+    def _frame(self, t_s, up):
+        """t_s on the USB's frame grid (up: the next frame at or after it; else the last)."""
+        if not self.usb_s:
+            return t_s
+        k = t_s / self.usb_s
+        return (math.ceil(k - 1e-6) if up else math.floor(k + 1e-6)) * self.usb_s
+
     def _arrived(self, t_s):
-        """Bytes whose last bit is in by t_s."""
+        """Bytes the reader has by t_s: in by its last USB frame."""
+        t_s = self._frame(t_s, False)
         n = 0
         for t0, data in self._rx:
             k = int((t_s - t0) / self.byte_s + 1e-6)
@@ -61,7 +83,7 @@ class SimPort:
         """When the n-th byte waiting (1-based) is in, or None: fewer are coming."""
         for t0, data in self._rx:
             if n <= len(data):
-                return t0 + n * self.byte_s
+                return self._frame(t0 + n * self.byte_s, True)
             n -= len(data)
         return None
 
@@ -80,8 +102,9 @@ class SimPort:
 
     def write(self, b):
         b = bytes(b)
-        # t_bus = max(t_bus, now) + bits / baud: the request waits for the line, then goes out
-        self.bus_t_s = max(self.bus_t_s, self.clock()) + len(b) * self.byte_s
+        # t_bus = max(t_bus, next USB frame) + bits / baud: the request waits for the line,
+        # then goes out
+        self.bus_t_s = max(self.bus_t_s, self._frame(self.clock(), True)) + len(b) * self.byte_s
         self._wait_until(self.bus_t_s)
         self.bytes_out += len(b)
         reply = self.emu.feed(b)

@@ -100,7 +100,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     from device.servo.emulate import make_emulator
     from device.servo.player import Player
     from host.physics.models import load_robot
-    from host.physics.simport import REPLY_DELAY_S, SimPort
+    from host.physics.simport import REPLY_DELAY_S, USB_S, SimPort
     from host.physics.twin import Twin
 
     rm = robot if not isinstance(robot, str) else load_robot(robot)
@@ -122,7 +122,7 @@ def run_simulation(staff, robot, seed=0, balance=True, pose=True, mapping=None, 
     if ctl == "dynamixel" and getattr(desc, "imu", None):
         kw["imu_id"] = desc.imu["id"]          # the OP3's OpenCR board on the servos' bus
     emu = make_emulator(ctl, **kw)
-    port = SimPort(emu, twin, desc.baud, REPLY_DELAY_S.get(ctl, 0.0))
+    port = SimPort(emu, twin, desc.baud, REPLY_DELAY_S.get(ctl, 0.0), usb_s=USB_S.get(ctl, 0.0))
     driver = open_driver(ctl, port, clock=port.clock, **dict(desc.options))
     player = Player(desc, driver, row_names=played.names, mapping=mapping, clock=twin.clock,
                     sleep=twin.advance)
