@@ -15,6 +15,7 @@ import pytest
 from device.hal.i2c_sim import SimI2C
 from device.sensors.bno055 import BNO055
 from device.sensors.bno055_sim import SimBNO055
+from device.sensors.health import SensorSlot
 from device.sensors.mpu6050 import MPU6050
 from device.sensors.mpu6050_sim import SimMPU6050
 
@@ -120,3 +121,34 @@ def test_mpu6050_nacks_for_100_ms_after_reset():
         _byte(bus, 0x75, 0x68)
     bus.advance_to(t0 + 0.1)
     assert _byte(bus, 0x75, 0x68) == 0x68
+
+
+def test_rejoin_does_not_hold_the_bus():
+    """A BNO055 back from a power cut re-initialises across frames: no sample() waits longer than
+    a frame's transfers, the other sensor on the bus is read every frame meanwhile."""
+    bus = SimI2C()
+    chip = bus.attach(ADDR, SimBNO055(truth=lambda: TRUTH))
+    bus.attach(0x68, SimMPU6050(truth=lambda: ((0, 0, 0), (0, 0, 9.81), 25.0)))
+    a = SensorSlot("a", BNO055(bus))
+    b = SensorSlot("b", MPU6050(bus, fifo_rate_hz=None))
+    assert a.start() and b.start()
+    frame_s = 1 / 30.0
+    bus.detach(ADDR)                                    # the power cut
+    longest = 0.0
+    got_b = 0
+    back_at = None
+    for k in range(90):
+        t = 10.0 + k * frame_s
+        bus.advance_to(t)
+        if k == 10:
+            chip = bus.attach(ADDR, SimBNO055(truth=lambda: TRUTH))
+            chip.power_on(bus.now_s())
+            back_at = t
+        m0 = bus.master_s
+        a.sample()
+        got_b += b.sample() is not None
+        longest = max(longest, bus.master_s - m0)
+    assert got_b == 90 and a.alive and a.rejoins == 1
+    assert longest < 0.01, longest                      # the 650 ms are waited out between frames
+    # back within boot (0.65 s) + reset (0.65 s) + the backoff, not sooner
+    assert a.samples > 0 and 1.3 <= (90 - a.samples) * frame_s - (back_at - 10.0) <= 1.3 + 9 * frame_s
