@@ -81,3 +81,38 @@ def test_a_ceiling_caps_the_levels():
     bus, chip, imu, m = _unit(calib_stat=0xFD)
     assert calibrate_by_motion(bus, imu, m) == (1, 3, 3, 1)
     assert imu.read_offsets() == bytes(22)
+
+
+def test_calibrate_waits_for_and_guides_the_motion(tmp_path):
+    """`motionstaff calibrate`'s BNO055 step on the twin: it asks for stillness, six positions and
+    a figure 8, and the chip's levels rise only as the (simulated) person does them."""
+    from device.capture.calibration import Calibrator
+    from device.capture.config import load_config
+    from device.capture.unit import build_unit
+    from tests.unit_config import write_unit_config
+    spec = {"name": "p_imu", "chip": "bno055", "bus": "main", "addr": 0x28, "link": "pelvis"}
+    unit = build_unit(load_config(str(write_unit_config(tmp_path, [spec]))))
+    try:
+        said = []
+        cal = Calibrator(unit, prompt=said.append, say=said.append, rotate_s=10.0)
+        e = cal.run("p_imu")
+        assert e["calib_stat"] == {"system": 3, "gyro": 3, "accel": 3, "mag": 3}
+        assert e["profile"] == DEFAULT_OFFSETS.hex()
+        # the bench's time: the reset, 1.5 s still, five more poses of 1 s at least, the figure 8
+        assert 0.67 + 1.5 + 5 * 1.0 < cal.bench.t < 0.67 + 2.0 + 6 * 2.0 + 10.0, cal.bench.t
+        asked = " | ".join(said)
+        assert "still for 2 s" in asked and "with -Z up" in asked and "figure 8" in asked
+        assert "gyro 3/3, accel 0/3, mag 0/3, system 0/3" in asked       # after the still step
+        # a figure 8 cut short: the magnetometer (and system) stay low, no profile is kept
+        e = Calibrator(unit, rotate_s=0.05).run("p_imu")
+        assert e["calib_stat"]["gyro"] == e["calib_stat"]["accel"] == 3
+        assert e["calib_stat"]["mag"] < 3 and e["calib_stat"]["system"] < 3 and "profile" not in e
+        # held still too briefly: the gyro is not there after the still step (the positions'
+        # stillness completes it, as on the chip)
+        said = []
+        e = Calibrator(unit, say=said.append, still_s=0.5, rotate_s=0.05).run("p_imu")
+        assert [x for x in said if "CALIB_STAT gyro" in x][0] == \
+            "p_imu: CALIB_STAT gyro 1/3, accel 0/3, mag 0/3, system 0/3"
+        assert e["calib_stat"]["gyro"] == 3
+    finally:
+        unit.close()

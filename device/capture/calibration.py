@@ -305,6 +305,9 @@ class SimBench:
         self._pose = {}
 
     def tick(self, dt):
+        """dt passes, after the time the buses have taken (a driver's reset wait is time too)."""
+        for b, t0 in self._bus_t0:
+            self.t = max(self.t, b.now_s() - t0)
         self.t += dt
         for b, t0 in self._bus_t0:
             b.advance_to(t0 + self.t)

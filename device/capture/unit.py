@@ -19,7 +19,7 @@ and BLAS is limited to cfg["blas_threads"] (default 1) threads. See docs/capture
 corrects each named sensor's reading in read() (gyro bias, accel bias and scale, mag hard/soft
 iron); sensors without an entry pass through; a BNO055 entry's "profile" is written back to the
 chip after each init() (driver.profile). A sensor spec's "sim" object gives its simulated
-chip errors (accel scale and bias, gyro bias, mag hard/soft iron, BNO055 calib_stat).
+chip errors (accel scale and bias, gyro bias, mag hard/soft iron, the BNO055's best calib_stat).
 """
 
 import importlib
@@ -550,7 +550,7 @@ def _check_mag_and_sim(cfg, specs, where="unit config"):
             c = sim["calib_stat"]
             if not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= 255:
                 raise FormatError("%s: sensor %s: 'sim' 'calib_stat' must be the CALIB_STAT byte 0..255 "
-                                  "(0xFF: all calibrated), got %r" % (where, s.get("name"), c))
+                                  "(the best levels it reaches; 0xFF: all 3), got %r" % (where, s.get("name"), c))
 
 
 def _fifo_rate(hz):
