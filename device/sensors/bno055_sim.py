@@ -69,6 +69,7 @@ POSE_S = 1.0            # a static pose held this long counts
 POSE_COS = 0.7071       # ... if gravity is 45 deg or more from every counted pose
 STILL_COS = 0.985       # gravity turning 10 deg ends a still moment (another pose)
 RESTORED_STILL_S = 0.3
+FUSION_DT_S = 0.01      # the fusion (and its calibration) runs at 100 Hz
 _MAG_MODES = (0x09, 0x0A, 0x0B, 0x0C)
 
 
@@ -183,9 +184,10 @@ class SimBNO055(RegisterDevice):
 
     def on_read(self, reg, n):
         t = None
-        if self.truth is not None and self.mode in FUSION_MODES:
+        if self.truth is not None and self.mode in FUSION_MODES and (
+                self._last_s is None or self.now_s - self._last_s >= FUSION_DT_S):
             t = self.truth()
-            self._calibrate(t)
+            self._calibrate(t)          # at the fusion's rate (the bursts of one frame: once)
         if reg + n > 0x08 and reg <= 0x34:
             self._refresh(t)
         if reg <= 0x35 < reg + n:
@@ -197,7 +199,7 @@ class SimBNO055(RegisterDevice):
     def _calibrate(self, t):
         """Raise the calibration levels with what the chip has seen since its last read."""
         now = self.now_s
-        dt = 0.0 if self._last_s is None else min(max(now - self._last_s, 0.0), 0.1)
+        dt = 0.0 if self._last_s is None else min(now - self._last_s, 0.1)
         self._last_s = now
         g = t["gyro_rad_s"]
         a = t["accel_m_s2"]
