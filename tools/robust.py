@@ -108,7 +108,7 @@ def _err(cap, rows, a_s, b_s):
 
 # power back to the sensor's first reading: its twin boots 650 ms (no acknowledge), the slot's
 # backoff (up to 8 frames), the driver's reset 650 ms and mode switch 20 ms (benchmarks/
-# robust_unit.py (d): 1.53 s); "after" is measured from 0.8 s past that
+# robust_unit.py (d): 1.40 s); "after" is measured from 0.8 s past that
 REJOIN_S = 1.6
 
 

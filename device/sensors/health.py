@@ -15,8 +15,9 @@ a sample, each step's wait (a BNO055's 650 ms reset, its 20 ms mode switch) pass
 clock (driver.now_s(): the twin's simulated clock, the monotonic clock on a real bus) between
 frames, while the other sensors are read as usual. A blocking init() inside the loop held a
 real unit's bus 0.67 s per BNO055 rejoin, some 20 frames at 30 Hz (benchmarks/robust_unit.py
-(d)). A step that fails (OSError) abandons the re-initialisation and backs off as before; start()
-initialises blocking (before capture, where waiting is fine).
+(d)). A step that fails (OSError) abandons the re-initialisation, which starts again at the next
+sample up to `retries` times, then backs off as before; start() initialises blocking (before
+capture, where waiting is fine).
 """
 
 
@@ -37,6 +38,7 @@ class SensorSlot:
         self._backoff = 1
         self._steps = None          # init_steps() under way while re-initialising
         self._due_s = None          # bus-clock time its next step is due
+        self._attempts = 0          # re-initialisations failed in a row (retries, then back off)
 
     def _try(self, fn):
         for _ in range(self.retries + 1):
@@ -94,7 +96,11 @@ class SensorSlot:
             self.errors += 1
             self.last_error = str(e)
             self._steps = None
-            return None
+            self._attempts += 1
+            if self._attempts <= self.retries:
+                return False            # start again at the next sample, as _try retries
+            self._attempts = 0
+            return None                 # then back off
         self._due_s = self.driver.now_s() + ms / 1000.0
         return False
 
@@ -113,6 +119,7 @@ class SensorSlot:
         self.initialised = True
         self.alive = True
         self._backoff = 1
+        self._attempts = 0
         ok, reading = self._try(self.driver.read)
         if not ok:
             self.alive = False
