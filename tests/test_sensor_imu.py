@@ -120,6 +120,13 @@ def test_mux_routes_identical_addresses():
         tca.channel(8)
 
 
+def _frame(bus, slot, dt_s=1 / 30.0):
+    """One frame: a sample, then the frame's time passes on the bus clock."""
+    r = slot.sample()
+    bus.advance_to(bus.now_s() + dt_s)
+    return r
+
+
 def test_slot_retries_stale_and_rejoin():
     bus = SimI2C()
     chip = bus.attach(0x68, SimMPU6050())
@@ -136,7 +143,7 @@ def test_slot_retries_stale_and_rejoin():
         assert slot.sample() is None
     chip2 = bus.attach(0x68, SimMPU6050())
     chip2.truth = chip.truth
-    got = [slot.sample() for _ in range(10)]
+    got = [_frame(bus, slot) for _ in range(10)]          # frames of 1/30 s: the reset's 100 ms pass
     assert got[-1] is not None and slot.alive and slot.rejoins == 1
     assert chip2.regs[0x6B] == 0x01               # re-initialised after rejoining
     assert slot.stale_frames >= 21
@@ -149,7 +156,7 @@ def test_slot_never_started_sensor_joins_later():
     assert slot.sample() is None
     chip = bus.attach(0x28, SimBNO055())
     chip.truth = lambda: {"gyro_rad_s": (0, 0, 0), "accel_m_s2": (0, 0, 9.8), "quat_wxyz": (1, 0, 0, 0)}
-    got = [slot.sample() for _ in range(10)]
+    got = [_frame(bus, slot) for _ in range(40)]          # its 650 ms reset passes between frames
     assert got[-1] is not None and slot.rejoins == 0
 
 
