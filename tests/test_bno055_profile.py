@@ -1,8 +1,8 @@
 """The BNO055's calibration profile (datasheet 3.6.4 / 3.10): the real driver class over the simulated
 bus and the register-level twin (read/write in CONFIG mode only, mode switches, CALIB_STAT after a
 restore), `motionstaff calibrate` storing it, `capture` writing it back after init(), and a bad
-profile in the calibration file as a one-line error. Seeded; nothing sleeps (delay_ms is a list's
-append)."""
+profile in the calibration file as a one-line error. Seeded; nothing sleeps (the driver's waits
+are recorded and charged to the simulated bus's clock, which the twin keeps its times on)."""
 
 import json
 import os
@@ -15,6 +15,7 @@ from device.hal.i2c_sim import SimI2C
 from device.sensors.bno055 import (BNO055, OFFSET_FIELDS, PROFILE_LEN, as_profile, decode_offsets)
 from device.sensors.bno055_sim import DEFAULT_OFFSETS, SimBNO055
 from host.cli import main
+from tests.bno_motion import Motion, calibrate_by_motion, poll
 from tests.unit_config import write_unit_config
 
 ADDR = 0x28
@@ -28,13 +29,22 @@ def _profile(seed):
     return as_profile(dict(zip(OFFSET_FIELDS, v)))
 
 
-def _chip(calib_stat=0x00, mode="NDOF"):
+def _chip(calib_stat=0xFF, mode="NDOF"):
     bus = SimI2C()
     chip = bus.attach(ADDR, SimBNO055(calib_stat=calib_stat))
     delays = []
-    imu = BNO055(bus, mode=mode, delay_ms=delays.append).init()
+    imu = BNO055(bus, mode=mode, delay_ms=_waits(bus, delays)).init()
+    imu.calibration()                   # a transfer: the chip sees the mode switch completed
     del delays[:]
     return bus, chip, imu, delays
+
+
+def _waits(bus, delays):
+    """delay_ms recording each wait and charging it to the bus clock."""
+    def wait(ms):
+        delays.append(ms)
+        bus.delay_ms(ms)
+    return wait
 
 
 def _writes(log):
@@ -53,8 +63,11 @@ def test_round_trip_read_write_read():
         assert list(f) == list(OFFSET_FIELDS) and as_profile(f) == p
         assert imu.write_offsets(f) == p                     # the named fields work too
         assert imu.read_offsets() == p
-    # a chip that calibrated itself holds its own profile
-    _, _, imu2, _ = _chip(calib_stat=0xFF)
+    # a chip that calibrated itself (still, six poses, figure 8) holds its own profile
+    bus2, chip2, imu2, _ = _chip(calib_stat=0xFF)
+    assert imu2.read_offsets() == bytes(PROFILE_LEN)
+    chip2.truth = m = Motion(bus2)
+    assert calibrate_by_motion(bus2, imu2, m) == (3, 3, 3, 3)
     assert imu2.read_offsets() == DEFAULT_OFFSETS
     assert decode_offsets(DEFAULT_OFFSETS)["accel_radius"] == 1000
 
@@ -65,6 +78,7 @@ def test_driver_switches_to_config_mode_and_back():
     bus.log = []
     imu.write_offsets(p)
     assert _writes(bus.log) == [(OPR_MODE, b"\x00"), (PROF, p), (OPR_MODE, b"\x0c")]
+    imu.calibration()                   # a transfer: the twin sees its mode switch completed
     assert delays == [7, 20] and chip.mode == 0x0C
     bus.log = []
     del delays[:]
@@ -75,13 +89,13 @@ def test_driver_switches_to_config_mode_and_back():
     bus, chip, imu, delays = _chip(mode="IMU")
     bus.log = []
     imu.write_offsets(p)
+    assert imu.calibration() == (0, 0, 0, 0)          # restored: in use, its levels start low
     assert _writes(bus.log)[-1] == (OPR_MODE, b"\x08") and chip.mode == 0x08
-    assert imu.calibration() == (3, 3, 3, 3)
     # init() with a profile: reset, then the profile while still in CONFIG mode, then the mode
     bus, chip, _, _ = _chip()
     bus.log = []
     delays = []
-    BNO055(bus, delay_ms=delays.append, profile=p).init()
+    BNO055(bus, delay_ms=_waits(bus, delays), profile=p).init()
     w = _writes(bus.log)
     assert w[0] == (OPR_MODE, b"\x00") and (0x3F, b"\x20") in w
     assert w[-2:] == [(PROF, p), (OPR_MODE, b"\x0c")] and delays == [650, 20]
@@ -100,29 +114,35 @@ def test_twin_ignores_profile_writes_outside_config_mode():
     assert bytes(b) == bytes(PROFILE_LEN)
     bus.writeto_mem(ADDR, PROF, bytes(PROFILE_LEN))       # ignored again
     assert imu.read_offsets() == p
-    # CALIB_STAT: the restored levels in a fusion mode only; a reset forgets profile and levels
-    bus.writeto_mem(ADDR, OPR_MODE, b"\x00")
+    # CALIB_STAT: the restored parts start at 0 and re-validate in a fusion mode (held still a
+    # moment: gyro and accel; turned a little: mag and system); a reset forgets profile and levels
+    chip.truth = m = Motion(bus)
     assert imu.calibration() == (0, 0, 0, 0)
-    bus.writeto_mem(ADDR, OPR_MODE, b"\x0c")
-    assert imu.calibration() == (3, 3, 3, 3)
+    assert poll(bus, imu, 0.5) == (0, 3, 3, 0)
+    m.kind = "tumble"
+    assert poll(bus, imu, 1.0) == (3, 3, 3, 3)
     imu.init()
     assert imu.calibration() == (0, 0, 0, 0) and imu.read_offsets() == bytes(PROFILE_LEN)
 
 
 def test_twin_restores_only_the_parts_written():
     bus, chip, imu, _ = _chip()
+    chip.truth = m = Motion(bus)
     p = _profile(5)
     bus.writeto_mem(ADDR, OPR_MODE, b"\x00")
+    bus.writeto_mem(ADDR, PROF + 12, p[12:18])            # before the 7 ms switch: ignored
+    bus.delay_ms(7)
     bus.writeto_mem(ADDR, PROF + 12, p[12:18])            # gyro offsets only
-    bus.writeto_mem(ADDR, OPR_MODE, b"\x0c")
-    assert imu.calibration() == (0, 3, 0, 0)
     assert imu.read_offsets() == bytes(12) + p[12:18] + bytes(4)
-    bus.writeto_mem(ADDR, OPR_MODE, b"\x00")
+    # a restored part re-validates quickly (gyro: 0.3 s still), the others from scratch
+    assert poll(bus, imu, 0.5) == (0, 3, 0, 0)
+    imu._enter_config()
     bus.writeto_mem(ADDR, PROF + 18, p[18:20])            # accel radius: the accel part
-    bus.writeto_mem(ADDR, OPR_MODE, b"\x0c")
-    assert imu.calibration() == (0, 3, 3, 0)
+    imu._leave_config()
+    assert poll(bus, imu, 0.5) == (0, 3, 3, 0)            # one still pose re-validates it
     imu.write_offsets(p)
-    assert imu.calibration() == (3, 3, 3, 3)
+    m.kind = "tumble"
+    assert poll(bus, imu, 1.0) == (3, 3, 3, 3)
 
 
 def test_bad_profiles_are_refused_before_any_transfer():
@@ -151,13 +171,13 @@ imu.write_offsets(p)
 print(imu.read_offsets() == p, imu.calibration(), decode_offsets(p)["mag_radius"])
 """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    files = ["device/hal/__init__.py", "device/hal/i2c_sim.py", "device/sensors/__init__.py",
+    files = ["device/hal/__init__.py", "device/hal/i2c_sim.py", "device/hal/busclock.py", "device/sensors/__init__.py",
              "device/sensors/bno055.py", "device/sensors/bno055_sim.py", "device/sensors/register.py"]
     try:
         out = run(code, files={f: os.path.join(root, f) for f in files})
     except FileNotFoundError as e:      # no Node: as tests/test_sensor_micropython.py
         pytest.skip("MicroPython runner unavailable: %s" % e)
-    assert out.strip() == "True (3, 3, 3, 3) %d" % decode_offsets(bytes(range(0, 44, 2)))["mag_radius"]
+    assert out.strip() == "True (0, 0, 0, 0) %d" % decode_offsets(bytes(range(0, 44, 2)))["mag_radius"]
 
 
 # -- the commands ----------------------------------------------------------------------------
@@ -201,25 +221,28 @@ def _calib(unit, name):
 def test_capture_restores_the_profile(calibrated, tmp_path, capsys):
     out, _ = calibrated
     from device.capture.config import load_config
-    # the chips have not calibrated themselves (CALIB_STAT 0 after every reset)
-    sim = {"p_imu": {"calib_stat": 0}, "q_imu": {"calib_stat": 0}}
+    # the chips start uncalibrated (CALIB_STAT 0 after every reset)
+    sim = {"p_imu": {}, "q_imu": {}}
     raw = build_unit(load_config(str(unit_config(tmp_path, sim=sim, name="raw.json"))))
     assert _calib(raw, "p_imu") == (0, 0, 0, 0)
     raw.close()
     cfg = load_config(str(unit_config(tmp_path, cal=str(out), sim=sim, name="unit-cal.json")))
-    cfg["subject"]["outages"] = [{"sensor": "p_imu", "start_s": 0.2, "end_s": 0.4}]
+    cfg["subject"]["outages"] = [{"sensor": "p_imu", "start_s": 0.8, "end_s": 1.0}]
     unit = build_unit(cfg)
     chip = unit.subject.sensors[unit.subject.index["p_imu"]]["chip_obj"]
-    assert _calib(unit, "p_imu") == (3, 3, 3, 3)          # right after init()
+    assert _calib(unit, "p_imu") == (0, 0, 0, 0)          # right after init(): restored, not yet valid
     assert chip.profile() == DEFAULT_OFFSETS and chip.resets == 1
-    assert _calib(unit, "q_imu") == (0, 0, 0, 0)          # no profile in its entry
-    # a power cut: the chip comes back reset, the slot re-initialises it, the profile goes back
+    for k in range(1, 21):                                # the stance, still: 0.67 s
+        unit.read(k / 30.0)
+    assert _calib(unit, "p_imu") == (0, 3, 3, 0)          # gyro and accel re-validated
+    assert _calib(unit, "q_imu") == (0, 1, 0, 0)          # no profile: calibrating from scratch
+    # a power cut: the chip comes back reset, boots, the slot re-initialises it, the profile goes back
     slot = [s for s in unit.slots if s.name == "p_imu"][0]
-    for k in range(1, 30):
+    for k in range(21, 100):
         unit.read(k / 30.0)
     assert slot.rejoins == 1 and slot.alive
     fresh = unit.subject.sensors[unit.subject.index["p_imu"]]["chip_obj"]
-    assert fresh is not chip and fresh.profile() == DEFAULT_OFFSETS and _calib(unit, "p_imu") == (3, 3, 3, 3)
+    assert fresh is not chip and fresh.profile() == DEFAULT_OFFSETS and fresh.resets == 1
     unit.close()
     assert main(["capture", "--config", str(unit_config(tmp_path, cal=str(out), sim=sim, name="c2.json")),
                  "--duration", "1", "--json"]) == 0
@@ -265,19 +288,20 @@ def test_profile_only_for_a_bno055(tmp_path):
     assert load_calibration(doc)["a"]["profile"] == bytes(range(22))
 
 
-def test_a_real_bus_waits_the_data_sheet_times_a_simulated_one_does_not():
-    """The unit's drivers wait the reset and mode-switch times on a real bus (BNO055: 650 ms
-    after reset, 20 ms into a fusion mode; MPU-6050: 100 ms after reset), never on sim-i2c."""
+def test_the_unit_waits_the_data_sheet_times_on_every_bus():
+    """One code path: the unit's drivers wait the reset and mode-switch times through their bus
+    (BNO055: 650 ms after reset, 20 ms into a fusion mode; MPU-6050: 100 ms after reset); the
+    twin charges them to its clock, as a real bus sleeps them."""
     from device.capture.unit import _driver
     from device.sensors.mpu6050_sim import SimMPU6050
-    waits = []
     bus = SimI2C()
     bus.attach(0x28, SimBNO055())
     bus.attach(0x68, SimMPU6050())
-    bno = _driver({"chip": "bno055", "addr": 0x28, "bus": "b"}, bus, {}, waits.append)
+    bno = _driver({"chip": "bno055", "addr": 0x28, "bus": "b"}, bus, {})
+    assert bno.delay_ms is None
+    t0 = bus.wait_s
     bno.init()
-    assert waits[:1] == [650] and 20 in waits
-    del waits[:]
-    _driver({"chip": "mpu6050", "addr": 0x68, "bus": "b"}, bus, {}, waits.append).init()
-    assert 100 in waits
-    assert _driver({"chip": "bno055", "addr": 0x28, "bus": "b"}, bus, {}).delay_ms is None
+    assert bus.wait_s - t0 == pytest.approx(0.670)
+    t0 = bus.wait_s
+    _driver({"chip": "mpu6050", "addr": 0x68, "bus": "b"}, bus, {}).init()
+    assert bus.wait_s - t0 == pytest.approx(0.100)

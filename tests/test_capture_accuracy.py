@@ -48,13 +48,17 @@ def test_gyro_accel_chips_through_the_fifo_within_2_deg():
 def test_estimate_survives_dropouts_and_an_outage():
     cfg = default_config(estimator="orient")
     cfg["subject"]["noise"] = {"dropout": 0.02}
-    cfg["subject"]["outages"] = [{"sensor": "LeftKnee_imu", "start_s": 2.0, "end_s": 2.6}]
+    # back 1.8 s before the end: a BNO055 rejoins no sooner than 1.3 s after power (its 650 ms
+    # boot, then the driver's reset, 650 ms: tests/test_twin_timing.py)
+    cfg["subject"]["outages"] = [{"sensor": "LeftKnee_imu", "start_s": 1.6, "end_s": 2.2}]
     rms, unit, loop = _run(cfg, seconds=4.0)
     slot = [s for s in unit.slots if s.name == "LeftKnee_imu"][0]
     assert slot.stale_frames >= 15 and slot.rejoins == 1 and slot.alive
     assert sum(s.errors for s in unit.slots) > 50
     assert loop.stats.frames == 120
-    assert rms <= 4.0, rms          # the knee holds its last angles for 0.6 s
+    # the knee holds its last angles for 0.6 s off + about 1.5 s rejoining (4.31 measured; 4.0
+    # with the old twin, which rejoined at once)
+    assert rms <= 5.0, rms
 
 
 def test_calibration_finds_the_mounting():

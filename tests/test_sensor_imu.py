@@ -78,8 +78,8 @@ def test_bno055_quaternion_raw_and_modes():
     imu = BNO055(bus, mode="NDOF")
     assert imu.read_all()[3] == (0.0, 0.0, 0.0, 0.0) or chip.mode == 0
     imu.init()
+    g, a, m, qq = imu.read_all()        # (the twin sees its mode switch done at a transfer)
     assert chip.mode == 0x0C and chip.regs[0x3B] == 0x02 and chip.resets == 1
-    g, a, m, qq = imu.read_all()
     assert all(abs(qq[i] - q[i]) <= 0.5 / 16384 for i in range(4))
     assert all(abs(g[i] - (0.1, -0.2, 0.3)[i]) <= 0.5 / 900 for i in range(3))
     assert all(abs(a[i] - (0.5, 0.0, 9.8)[i]) <= 0.005 for i in range(3))
@@ -87,7 +87,7 @@ def test_bno055_quaternion_raw_and_modes():
     # raw-only mode: no fused quaternion
     BNO055(bus, mode="AMG").init()
     assert BNO055(bus).read_quaternion() == (0.0, 0.0, 0.0, 0.0)
-    assert BNO055(bus).calibration() == (3, 3, 3, 3)
+    assert BNO055(bus).calibration() == (0, 0, 0, 0)         # 0 after a reset (power-up)
 
 
 def test_bno055_unit_sel_mg():
@@ -120,6 +120,13 @@ def test_mux_routes_identical_addresses():
         tca.channel(8)
 
 
+def _frame(bus, slot, dt_s=1 / 30.0):
+    """One frame: a sample, then the frame's time passes on the bus clock."""
+    r = slot.sample()
+    bus.advance_to(bus.now_s() + dt_s)
+    return r
+
+
 def test_slot_retries_stale_and_rejoin():
     bus = SimI2C()
     chip = bus.attach(0x68, SimMPU6050())
@@ -136,7 +143,7 @@ def test_slot_retries_stale_and_rejoin():
         assert slot.sample() is None
     chip2 = bus.attach(0x68, SimMPU6050())
     chip2.truth = chip.truth
-    got = [slot.sample() for _ in range(10)]
+    got = [_frame(bus, slot) for _ in range(10)]          # frames of 1/30 s: the reset's 100 ms pass
     assert got[-1] is not None and slot.alive and slot.rejoins == 1
     assert chip2.regs[0x6B] == 0x01               # re-initialised after rejoining
     assert slot.stale_frames >= 21
@@ -149,7 +156,7 @@ def test_slot_never_started_sensor_joins_later():
     assert slot.sample() is None
     chip = bus.attach(0x28, SimBNO055())
     chip.truth = lambda: {"gyro_rad_s": (0, 0, 0), "accel_m_s2": (0, 0, 9.8), "quat_wxyz": (1, 0, 0, 0)}
-    got = [slot.sample() for _ in range(10)]
+    got = [_frame(bus, slot) for _ in range(40)]          # its 650 ms reset passes between frames
     assert got[-1] is not None and slot.rejoins == 0
 
 

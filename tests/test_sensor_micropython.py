@@ -14,7 +14,7 @@ from device.sensors.mpu6050 import MPU6050
 from device.sensors.mpu6050_sim import SimMPU6050
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FILES = ["device/hal/__init__.py", "device/hal/i2c_sim.py", "device/hal/tca9548a.py",
+FILES = ["device/hal/__init__.py", "device/hal/i2c_sim.py", "device/hal/busclock.py", "device/hal/tca9548a.py",
          "device/sensors/__init__.py", "device/sensors/mpu6050.py", "device/sensors/mpu6050_sim.py",
          "device/sensors/bno055.py", "device/sensors/bno055_sim.py", "device/sensors/health.py",
          "device/sensors/ak8963.py", "device/sensors/ak8963_sim.py", "device/sensors/register.py"]

@@ -14,8 +14,10 @@ Per chip (the sensor is read through the unit's SensorSlot and driver, as `captu
                   sensorcal.fit_accelerometer (per-axis bias and scale)
   MPU-9250        the same, then the magnetometer (AK8963) turned slowly through all directions for
                   rotate_s, fitted by sensorcal.fit_magnetometer (hard iron o, soft iron W)
-  BNO055          calibrates itself: CALIB_STAT is read (polled for up to rotate_s until all four
-                  levels are 3) and reported; its entry carries no corrections. Once all four are
+  BNO055          calibrates itself from the motion asked for: held still (gyro; up to still_s),
+                  still in up to six positions (accel; BNO_POSE_S each), a slow figure 8 (mag and
+                  system; up to rotate_s), CALIB_STAT polled meanwhile until each step's level
+                  is 3; the levels are reported; its entry carries no corrections. Once all four are
                   3 the chip's 22-byte calibration profile (datasheet 3.6.4, read in CONFIG mode) is
                   stored: "profile" (44 hex digits, what the unit writes back after every init())
                   and "profile_fields" (the eleven int16 fields, for reading; they must agree)
@@ -47,6 +49,7 @@ STILL_GYRO_DPS = 2.0          # peak-to-peak per axis over a still window
 STILL_ACCEL_M_S2 = 0.5
 FACE_MIN_G = 0.7              # the face asked for must carry at least this share of gravity
 AXES = ("X", "Y", "Z")
+BNO_POSE_S = 2.0              # a BNO055 position held still (the chip counts it after about 1 s)
 FACES = (("+X", 0, 1), ("-X", 0, -1), ("+Y", 1, 1), ("-Y", 1, -1), ("+Z", 2, 1), ("-Z", 2, -1))
 DEG = np.pi / 180.0
 
@@ -295,12 +298,19 @@ class SimBench:
     def __init__(self, subject):
         self.subject = subject
         self.t = 0.0
+        # the bench's time runs on the chips' buses too (they keep their times on the bus clock)
+        self._bus_t0 = [(b, b.now_s()) for b in getattr(subject, "buses", ())]
         self.up = -subject.g / np.linalg.norm(subject.g)
         self.field_ut = np.asarray(subject.field_ut, float)
         self._pose = {}
 
     def tick(self, dt):
+        """dt passes, after the time the buses have taken (a driver's reset wait is time too)."""
+        for b, t0 in self._bus_t0:
+            self.t = max(self.t, b.now_s() - t0)
         self.t += dt
+        for b, t0 in self._bus_t0:
+            b.advance_to(t0 + self.t)
 
     def _rec(self, name):
         return self.subject.sensors[self.subject.index[name]]
@@ -473,18 +483,44 @@ class Calibrator:
                 if attempt == slot.retries:
                     raise _err(name, "%s failed at %s (%s)" % (what, self._where(name), e))
 
-    def _bno055(self, name):
-        slot = self._start(name)
-        self.say("%s (BNO055, calibrates itself): hold it still a few seconds, then turn it through a "
-                 "few positions and a slow figure 8" % name)
-        if self.bench is not None:
-            self.bench.tumble(name, period_s=max(self.rotate_s, 1e-3))
+    def _watch(self, name, slot, done, seconds):
+        """Poll CALIB_STAT at rate_hz for up to seconds, until done(levels); the last levels."""
         stat = None
-        for _ in range(max(1, int(round(self.rotate_s * self.rate_hz)))):
-            stat = self._retry(name, slot, slot.driver.calibration, "CALIB_STAT read")
-            if min(stat) == 3:
-                break
+        for _ in range(max(1, int(round(seconds * self.rate_hz)))):
             self._tick()
+            stat = self._retry(name, slot, slot.driver.calibration, "CALIB_STAT read")
+            if done(stat):
+                break
+        return stat
+
+    def _levels(self, name, stat):
+        self.say("%s: CALIB_STAT gyro %d/3, accel %d/3, mag %d/3, system %d/3"
+                 % (name, stat[1], stat[2], stat[3], stat[0]))
+
+    def _bno055(self, name):
+        """The chip calibrates itself from the motion it sees (datasheet 3.10; Bosch's application
+        note): held still (gyro), several still positions (accel), a slow figure 8 (mag; system
+        follows). Each step is asked for and CALIB_STAT polled until its level is 3 or the step's
+        time is up (still_s, BNO_POSE_S a position, rotate_s)."""
+        slot = self._start(name)
+        self.say("%s (BNO055, calibrates itself): hold it still, then in six positions, then move it "
+                 "in a slow figure 8" % name)
+        self._pose(name, "+Z")
+        self.prompt("hold %s still for %g s, press Enter" % (name, self.still_s))
+        stat = self._watch(name, slot, lambda s: s[1] == 3, self.still_s)
+        self._levels(name, stat)
+        for face, _axis, _sign in FACES:
+            if stat[2] == 3:
+                break
+            self._pose(name, face)
+            self.prompt("hold %s still with %s up for %g s, press Enter" % (name, face, BNO_POSE_S))
+            stat = self._watch(name, slot, lambda s: s[2] == 3, BNO_POSE_S)
+        self._levels(name, stat)
+        self._pose(name, "tumble")
+        self.prompt("move %s in a slow figure 8, turning it through all directions, for up to %g s "
+                    "(press Enter to start)" % (name, self.rotate_s))
+        stat = self._watch(name, slot, lambda s: min(s) == 3, self.rotate_s)
+        self._levels(name, stat)
         keys = ("system", "gyro", "accel", "mag")
         entry = {"chip": "bno055", "date": _now(), "calib_stat": dict(zip(keys, stat)),
                  "calibrated": {k: v == 3 for k, v in zip(keys, stat)}}

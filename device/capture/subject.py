@@ -16,7 +16,11 @@ pose), then blends into the motion over blend_s. Each IMU is mounted on its link
 random misalignment (mount_error_deg) that calibration must find, and has gyro bias, bias drift
 (random walk), white noise on every channel, fused-orientation noise and sample-time jitter.
 Transfers fail with probability dropout (the bus fault hook) and scheduled outages power a
-chip off and on again (it comes back in its reset state). Everything is seeded.
+chip off and on again (it comes back in its reset state and boots on its bus's clock: 650 ms for
+a BNO055, 100 ms for an MPU-6050). The subject's time is the world's: advance(t_s) lets every bus
+it is attached to idle until t_s (SimI2C.advance_to), counted from where the bus's clock stood at
+the first time step after the chips were attached (the drivers' start-up waits come before the
+capture's t = 0); a bus ahead (a driver waited in a frame) keeps its clock. Everything is seeded.
 """
 
 import numpy as np
@@ -114,6 +118,8 @@ class Subject:
         self.field_ut = FIELD_UT * (0.45 * horiz - 0.89 * up)
         self.sensors = []
         self.index = {}
+        self.buses = []                 # the SimI2C buses the chips are attached to
+        self._bus_off = {}              # id(bus) -> its clock at the subject's t = 0
         n = self.noise
         for s in sensors:
             link = skeleton.link_index(s["link"]) if isinstance(s["link"], str) else int(s["link"])
@@ -274,6 +280,13 @@ class Subject:
         dt = 0.0 if self._last_t is None else max(t_s - self._last_t, 0.0)
         self._last_t = t_s
         self.t_s = t_s
+        for b in self.buses:
+            # the world's time on the bus: from where the bus clock stood at the subject's first
+            # time step (after the drivers' start-up waits), never backwards
+            off = self._bus_off.get(id(b))
+            if off is None:
+                off = self._bus_off[id(b)] = b.now_s() - t_s
+            b.advance_to(t_s + off)
         jit = float(self.rng.normal() * n["jitter_s"])
         R, p, h = self._kinematics(t_s + jit)
         K = len(self.sensors)
@@ -342,7 +355,8 @@ class Subject:
                 o["_off"] = True
             elif not out and o.get("_off"):
                 tbl, addr = s["where"]
-                tbl[addr] = s["chip_obj"] = self._make_chip(s)
+                tbl[addr] = s["chip_obj"] = chip = self._make_chip(s)
+                chip.power_on(s["bus"].now_s())      # it boots from now, on its bus's clock
                 o["_off"] = False
 
     # -- the hardware ---------------------------------------------------------------------
@@ -382,6 +396,9 @@ class Subject:
             bus.attach(spec["addr"], chip)
             s["where"] = (bus.devices, spec["addr"])
         s["chip_obj"] = chip
+        s["bus"] = bus
+        if bus not in self.buses:
+            self.buses.append(bus)
         p = self.noise["dropout"]
         if p > 0 and getattr(bus, "fault_hook", None) is None:
             rng = np.random.default_rng(self.rng.integers(1 << 31))
@@ -427,6 +444,5 @@ def with_errors(chip, e):
         if "mag_soft_iron" in e:
             ak.soft_iron = tuple(tuple(float(x) for x in r) for r in e["mag_soft_iron"])
     if "calib_stat" in e and hasattr(chip, "calib_stat"):
-        chip.calib_stat = int(e["calib_stat"])
-        chip.regs[0x35] = chip.calib_stat & 0xFF
+        chip.calib_stat = int(e["calib_stat"])      # the best levels it reaches (from 0 at power-up)
     return chip

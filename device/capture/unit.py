@@ -19,7 +19,7 @@ and BLAS is limited to cfg["blas_threads"] (default 1) threads. See docs/capture
 corrects each named sensor's reading in read() (gyro bias, accel bias and scale, mag hard/soft
 iron); sensors without an entry pass through; a BNO055 entry's "profile" is written back to the
 chip after each init() (driver.profile). A sensor spec's "sim" object gives its simulated
-chip errors (accel scale and bias, gyro bias, mag hard/soft iron, BNO055 calib_stat).
+chip errors (accel scale and bias, gyro bias, mag hard/soft iron, the BNO055's best calib_stat).
 """
 
 import importlib
@@ -41,17 +41,10 @@ from device.hal.tca9548a import TCA9548A
 from device.sensors.health import SensorSlot
 
 
-def _sleep_ms(ms):
-    """Wait ms milliseconds (MicroPython's time.sleep_ms where there is one)."""
-    if hasattr(time, "sleep_ms"):
-        time.sleep_ms(int(ms))
-    else:
-        time.sleep(ms / 1000.0)
-
-
-def _driver(spec, bus, muxes, delay_ms=None):
-    """The driver of a sensor spec on its bus; delay_ms waits the data sheets' reset and
-    mode-switch times on a real bus (None on a simulated one, whose chips need no time)."""
+def _driver(spec, bus, muxes):
+    """The driver of a sensor spec on its bus. It waits the data sheets' reset and mode-switch
+    times on the bus (device/hal/busclock.py): a real bus sleeps, the twin charges its clock, whose
+    chips keep those times (one code path)."""
     mux = spec.get("mux")
     if mux:
         key = (spec["bus"], mux["addr"])
@@ -61,13 +54,13 @@ def _driver(spec, bus, muxes, delay_ms=None):
     chip = spec["chip"]
     if chip == "bno055":
         from device.sensors.bno055 import BNO055
-        return BNO055(bus, spec["addr"], mode=spec.get("mode", "NDOF"), delay_ms=delay_ms)
+        return BNO055(bus, spec["addr"], mode=spec.get("mode", "NDOF"))
     from device.sensors.mpu6050 import MPU6050
     if chip == "mpu9250":
         from device.sensors.ak8963 import MPU9250 as MPU6050      # + the AK8963 magnetometer
     return MPU6050(bus, spec["addr"], accel_range_g=spec.get("accel_range_g", 8),
                    gyro_range_dps=spec.get("gyro_range_dps", 1000),
-                   fifo_rate_hz=spec.get("fifo_rate_hz", 250), delay_ms=delay_ms)
+                   fifo_rate_hz=spec.get("fifo_rate_hz", 250))
 
 
 def normalise(chip, reading):
@@ -186,8 +179,7 @@ class Unit:
                 bus = self.buses[s["bus"]]
                 if self.subject is not None:
                     self.subject.attach(s, bus)
-                real = not str(cfg["buses"][s["bus"]]).startswith("sim-")
-                drv = _driver(s, bus, muxes, _sleep_ms if real else None)
+                drv = _driver(s, bus, muxes)
                 prof = (self.sensor_cal.get(s["name"]) or {}).get("profile")
                 if prof is not None and s["chip"] == "bno055":
                     drv.profile = prof        # BNO055 calibration profile: init() writes it back
@@ -296,7 +288,7 @@ class Unit:
         self.sim_cpu_s = time.thread_time() - c0
         out = {}
         cal = self.sensor_cal
-        before = {n: (getattr(b, "busy_s", 0.0), getattr(b, "sim_s", 0.0), getattr(b, "sim_cpu_s", 0.0))
+        before = {n: (getattr(b, "master_s", 0.0), getattr(b, "sim_s", 0.0), getattr(b, "sim_cpu_s", 0.0))
                   for n, b in self.buses.items()}
         pool = getattr(self, "_pool", None)
         if pool is not None:
@@ -312,9 +304,10 @@ class Unit:
                 from device.capture.calibration import apply_reading
                 out[slot.name] = apply_reading(cal[slot.name], out[slot.name])
         for n, b in self.buses.items():
-            # the bus clock's advance (buses run in parallel: the frame waits for the slowest);
-            # the simulated chips' CPU time is the simulator's
-            self.bus_s[n] = getattr(b, "busy_s", 0.0) - before[n][0]
+            # the simulated bus's time: its transfers and the drivers' waits on it (buses run in
+            # parallel: the frame waits for the slowest); the simulated chips' CPU time is the
+            # simulator's. A real bus's time is the loop's own clock.
+            self.bus_s[n] = getattr(b, "master_s", 0.0) - before[n][0]
             self.sim_s += getattr(b, "sim_s", 0.0) - before[n][1]
             self.sim_cpu_s += getattr(b, "sim_cpu_s", 0.0) - before[n][2]
         if self.camera is not None:
@@ -557,7 +550,7 @@ def _check_mag_and_sim(cfg, specs, where="unit config"):
             c = sim["calib_stat"]
             if not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= 255:
                 raise FormatError("%s: sensor %s: 'sim' 'calib_stat' must be the CALIB_STAT byte 0..255 "
-                                  "(0xFF: all calibrated), got %r" % (where, s.get("name"), c))
+                                  "(the best levels it reaches; 0xFF: all 3), got %r" % (where, s.get("name"), c))
 
 
 def _fifo_rate(hz):

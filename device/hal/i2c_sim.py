@@ -6,9 +6,17 @@
     buf = bytearray(1); bus.readfrom_mem_into(0x68, 0x75, buf)   # buf == b"\\x68"
     bus.fail(0x68, 3)            # the next 3 transfers to 0x68 raise OSError(EIO)
     bus = SimI2C(freq_hz=400000)  # or open_i2c("sim-i2c://1?hz=400000")
-    bus.busy_s, bus.bits          # the bus clock: time the wires were busy, SCL periods
+    bus.busy_s, bus.bits          # time the wires were busy, SCL periods
+    bus.delay_ms(650); bus.now_s()    # the master waits on the bus clock (no sleeping)
 
-An absent address raises OSError(ENODEV) like a NACK; register addresses auto-increment.
+An absent address raises OSError(ENODEV) like a NACK, and so does a chip that does not acknowledge
+its address now (its acks(now_s) says False: a BNO055 booting); register addresses auto-increment.
+
+The bus clock now_s(): every transaction's time (below), the master's waits (delay_ms: a driver
+waiting out a reset, charged here instead of slept; `master_s` = busy_s + those waits, the time
+the master spent on this bus) and the world's idle time between frames (advance_to(t_s), called by
+the simulated subject: never backwards). The chips see it at the start of each transaction
+(RegisterDevice.acks) and keep their reset, boot and mode-switch times on it.
 Multiplexers (device.hal.tca9548a.SimTCA9548A) route addresses to their enabled channels.
 
 Bus time (NXP UM10204, 3.1): every transaction costs its SCL periods at the bus clock. A byte
@@ -85,6 +93,12 @@ class RegisterDevice:
             self.regs[r] = v
         self.reads = 0
         self.writes = 0
+        self.now_s = 0.0            # the bus clock at this chip's latest transaction
+
+    def acks(self, now_s):
+        """Whether the chip acknowledges its address at bus time now_s (a transaction starts)."""
+        self.now_s = now_s
+        return True
 
     def on_read(self, reg, n):
         pass
@@ -114,7 +128,9 @@ class SimI2C:
     def __init__(self, name="sim", freq_hz=DEFAULT_HZ):
         self.name = name
         self.freq_hz = int(freq_hz)
-        self.busy_s = 0.0           # the bus clock: simulated time the bus was busy
+        self.busy_s = 0.0           # simulated time the bus was busy
+        self.wait_s = 0.0           # the master's waits on this bus (delay_ms)
+        self.t_s = 0.0              # the bus clock (now_s): busy time, waits and idle time
         self.bits = 0               # SCL periods sent
         self.stretch_s = 0.0        # of busy_s, time chips held SCL low
         self.sim_s = 0.0            # time of the simulated chips (the simulator's work), wall
@@ -135,7 +151,28 @@ class SimI2C:
         """Advance the bus clock by bits SCL periods and stretch_s of clock stretching."""
         self.bits += bits
         self.stretch_s += stretch_s
-        self.busy_s += bits / float(self.freq_hz) + stretch_s
+        dt = bits / float(self.freq_hz) + stretch_s
+        self.busy_s += dt
+        self.t_s += dt
+
+    def now_s(self):
+        """The bus clock (simulated seconds)."""
+        return self.t_s
+
+    def delay_ms(self, ms):
+        """The master waits ms milliseconds: charged to the bus clock (a real bus sleeps)."""
+        self.wait_s += ms / 1000.0
+        self.t_s += ms / 1000.0
+
+    def advance_to(self, t_s):
+        """The bus idles until t_s (the simulated world's clock); never backwards."""
+        if t_s > self.t_s:
+            self.t_s = t_s
+
+    @property
+    def master_s(self):
+        """Time the master spent on this bus: transactions and its waits."""
+        return self.busy_s + self.wait_s
 
     def attach(self, addr, device):
         if addr in self.devices:
@@ -165,6 +202,10 @@ class SimI2C:
         except OSError as e:
             self.charge(NACK_BITS if e.args and e.args[0] == ENODEV else transaction_bits(kind, n))
             raise
+        acks = getattr(dev, "acks", None)
+        if acks is not None and not acks(self.t_s):
+            self.charge(NACK_BITS)
+            raise OSError(ENODEV, "0x%02x did not acknowledge on %s (busy)" % (addr, self.name))
         stretch = getattr(dev, "stretch_per_read_byte_s", 0.0) if kind in ("read_mem", "read") else 0.0
         self.charge(transaction_bits(kind, n), stretch * n)
         return dev

@@ -9,6 +9,8 @@ reads are not capped at the SMBus block limit of 32 bytes. "i2c://3?hz=400000" n
 the bus was given in /boot/firmware/config.txt (docs/pi.md); the unit's bus budget uses it.
 """
 
+import time
+
 
 class SmbusI2C:
     """machine.I2C-style methods over smbus2.SMBus.i2c_rdwr."""
@@ -43,6 +45,14 @@ class SmbusI2C:
         r = self._smbus2.i2c_msg.read(addr, len(buf))
         self.bus.i2c_rdwr(r)
         buf[:] = bytes(r)
+
+    def delay_ms(self, ms):
+        """Wait ms milliseconds (a chip's reset or mode-switch time; the twin charges its clock)."""
+        time.sleep(ms / 1000.0)
+
+    def now_s(self):
+        """The bus clock: the monotonic clock (the twin's is simulated)."""
+        return time.monotonic()
 
     def close(self):
         if self.bus is not None:

@@ -15,6 +15,7 @@ identical sensors are never connected at once.
 # id(bus) -> the TCA9548A objects on that bus
 _PEERS = {}
 
+from device.hal.busclock import clock_s, wait_ms
 from device.hal.i2c_sim import RegisterDevice
 
 
@@ -97,6 +98,12 @@ class MuxChannel:
 
     def readfrom_into(self, addr, buf):
         self._do(self.mux.bus.readfrom_into, addr, buf)
+
+    def delay_ms(self, ms):
+        wait_ms(self.mux.bus, ms)
+
+    def now_s(self):
+        return clock_s(self.mux.bus)
 
 
 class SimTCA9548A(RegisterDevice):

@@ -65,11 +65,11 @@ class MPU9250(MPU6050):
         self.mag = AK8963(i2c)
         self.last_mag_ut = None
 
-    def init(self):
-        MPU6050.init(self)
+    def init_steps(self):
+        for ms in MPU6050.init_steps(self):
+            yield ms
         self.i2c.writeto_mem(self.addr, _INT_PIN_CFG, b"\x02")   # BYPASS_EN
         self.mag.init()
-        return self
 
     def read(self):
         r = MPU6050.read(self)

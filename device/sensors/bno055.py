@@ -18,8 +18,11 @@ accel offsets in mg, mag offsets in 1/16 uT, gyro offsets in 1/16 dps, accel rad
 valid and writable only in CONFIG_MODE. read_offsets() / write_offsets() switch to CONFIG_MODE,
 transfer them in one burst, and switch back to the driver's operating mode; init() writes a
 `profile` given to the driver while the chip is still in CONFIG_MODE after its reset (the reset
-loses the chip's own calibration). Mode-switching times (3.3, table 3-6): any -> CONFIG 7 ms,
-CONFIG -> any 19 ms (20 here); waits go through delay_ms(ms) when one is given (None: no waits).
+loses the chip's own calibration). Times: reset to CONFIG_MODE 650 ms (table 0-2: the chip does
+not acknowledge meanwhile), mode switches (3.3, table 3-6) any -> CONFIG 7 ms, CONFIG -> any 19 ms
+(20 here); the driver waits them on the bus (device/hal/busclock.py: the twin charges its clock, a
+real bus sleeps), or through delay_ms(ms) when one is given. init_steps() is init() as steps for a
+caller that must not block (device/sensors/health.py).
 """
 
 import struct
@@ -51,6 +54,7 @@ OFFSET_FIELDS = ("accel_offset_x", "accel_offset_y", "accel_offset_z",
                  "mag_offset_x", "mag_offset_y", "mag_offset_z",
                  "gyro_offset_x", "gyro_offset_y", "gyro_offset_z",
                  "accel_radius", "mag_radius")
+RESET_MS = 650          # reset (or power-on) to CONFIG_MODE, datasheet table 0-2 / 3.3
 TO_CONFIG_MS = 7        # any mode -> CONFIG_MODE, 3.3 table 3-6
 FROM_CONFIG_MS = 20     # CONFIG_MODE -> any mode (19 ms), 3.3 table 3-6
 
@@ -84,6 +88,7 @@ class BNO055(RegisterChip):
     """One chip; read_all() gives raw data and the fused quaternion in one transfer."""
 
     def __init__(self, i2c, addr=0x28, mode="NDOF", delay_ms=None, profile=None):
+        """delay_ms: a callable waiting ms milliseconds instead of the bus's own wait (None)."""
         if mode not in MODES:
             raise ValueError("BNO055 mode must be one of %s" % ", ".join(sorted(MODES)))
         self.i2c = i2c
@@ -94,32 +99,30 @@ class BNO055(RegisterChip):
         self._buf = bytearray(32)
         self._one = bytearray(1)
 
-    def init(self):
-        """Check CHIP_ID, reset, select page 0, units, the calibration profile if the driver has
-        one (the chip is in CONFIG_MODE after the reset), then the operating mode."""
+    def init_steps(self):
+        """init() as steps (device/sensors/register.py): check CHIP_ID, reset, then (the chip is in
+        CONFIG_MODE after the reset) page 0, units, the calibration profile if the driver has one,
+        and the operating mode; yields each wait in ms (the reset's 650, the mode switch's 20)."""
         cid = self._get(_CHIP_ID)
         if cid != CHIP_ID:
             raise OSError(19, "0x%02x: CHIP_ID 0x%02x is not a BNO055" % (self.addr, cid))
         self._set(_OPR_MODE, MODES["CONFIG"])
         self._set(_SYS_TRIGGER, 0x20)          # RST_SYS
-        if self.delay_ms is not None:
-            self.delay_ms(650)                  # power-on-reset time, datasheet 1.2
+        yield RESET_MS                          # the chip does not acknowledge meanwhile
         self._set(_PAGE_ID, 0)
         self._set(_UNIT_SEL, _UNITS)
         if self.profile is not None:
             self.i2c.writeto_mem(self.addr, _OFFSETS, self.profile)
-        self._leave_config()
-        return self
+        self._set(_OPR_MODE, MODES[self.mode])
+        yield FROM_CONFIG_MS
 
     def _enter_config(self):
         self._set(_OPR_MODE, MODES["CONFIG"])
-        if self.delay_ms is not None:
-            self.delay_ms(TO_CONFIG_MS)
+        self._wait(TO_CONFIG_MS)
 
     def _leave_config(self):
         self._set(_OPR_MODE, MODES[self.mode])
-        if self.delay_ms is not None:
-            self.delay_ms(FROM_CONFIG_MS)
+        self._wait(FROM_CONFIG_MS)
 
     def _in_config(self, transfer, b):
         """transfer(addr, register, b) on the offset registers in CONFIG_MODE, then back to the

@@ -35,6 +35,9 @@ ACCEL_RANGES_G = (2, 4, 8, 16)
 STANDARD_G = 9.80665
 DEG = 3.141592653589793 / 180.0
 _FMT = ">7h"
+# after DEVICE_RESET: InvenSense's reference driver waits 100 ms (the register map, 4.28, gives
+# no time; the product specification's start-up time for register read/write is 100 ms)
+RESET_MS = 100
 
 
 class MPU6050(RegisterChip):
@@ -69,15 +72,15 @@ class MPU6050(RegisterChip):
         self.accel_lsb_per_g = 16384.0 / (accel_range_g // 2)
         self.gyro_lsb_per_dps = 131.0 * 250.0 / gyro_range_dps
 
-    def init(self):
-        """Check WHO_AM_I, reset, wake on the gyro PLL, set ranges, filter and rate."""
+    def init_steps(self):
+        """Check WHO_AM_I, reset (100 ms: the chip does not answer meanwhile), wake on the gyro
+        PLL, set ranges, filter and rate; init() runs these steps (device/sensors/register.py)."""
         who = self._get(_WHO_AM_I)
         if who not in WHO_AM_I_VALUES:
             raise OSError(19, "0x%02x: WHO_AM_I 0x%02x is not an MPU-6050 family chip" % (self.addr, who))
         self.model = WHO_AM_I_VALUES[who]
         self._set(_PWR_MGMT_1, 0x80)          # DEVICE_RESET (self-clearing)
-        if self.delay_ms is not None:
-            self.delay_ms(100)                 # the datasheet's reset time
+        yield RESET_MS
         self._set(_PWR_MGMT_1, 0x01)          # wake, clock = PLL with gyro X reference
         self._set(_SMPLRT_DIV, self.rate_div)
         self._set(_CONFIG, self.dlpf)
@@ -87,7 +90,6 @@ class MPU6050(RegisterChip):
             self._set(_USER_CTRL, 0x04)          # FIFO_RESET
             self._set(_FIFO_EN, 0x78)            # gyro x, y, z and accel
             self._set(_USER_CTRL, 0x40)          # FIFO on
-        return self
 
     def read_fifo(self):
         """Every whole 12-byte record in the FIFO: [(gyro_rad_s, accel_m_s2)], oldest first.

@@ -7,7 +7,10 @@
 
 The data registers are refreshed from truth() when a burst read starts at or inside them, and are
 quantised, scaled by the configured ranges and saturated at int16, as on the chip. Asleep (the
-reset state), the chip returns zeros.
+reset state), the chip returns zeros. After DEVICE_RESET, and after power_on(t) (a chip back from
+a power cut), it does not acknowledge its address for RESET_S on the bus clock (the register map
+gives no time; InvenSense's driver waits 100 ms, the start-up time for register access); a chip
+made here has been powered long before.
 
 FIFO (register map 4.6, 4.37-4.39): with USER_CTRL.FIFO_EN and FIFO_EN's accel and gyro bits set,
 push_samples() (the simulated body, at sample_rate_hz()) appends 12-byte records (accel x,y,z then
@@ -25,6 +28,7 @@ from device.hal.i2c_sim import RegisterDevice
 from device.sensors.mpu6050 import ACCEL_RANGES_G, GYRO_RANGES_DPS, STANDARD_G, DEG
 
 _RESET = {0x6B: 0x40}   # PWR_MGMT_1 resets to SLEEP
+RESET_S = 0.100
 
 
 def _i16(x):
@@ -42,7 +46,17 @@ class SimMPU6050(RegisterDevice):
         self.errors = errors
         self.resets = 0
         self.fifo = bytearray()
+        self.ready_at_s = -1.0                  # powered long before: ready
         self._reset()
+
+    def power_on(self, now_s):
+        """Power (back) on at bus time now_s: reset values, no answer for RESET_S."""
+        self._reset()
+        self.ready_at_s = now_s + RESET_S
+
+    def acks(self, now_s):
+        self.now_s = now_s
+        return now_s >= self.ready_at_s
 
     def _reset(self):
         self.fifo = bytearray()
@@ -62,7 +76,7 @@ class SimMPU6050(RegisterDevice):
                 continue                        # read-only
             if r == 0x6B and data[i] & 0x80:
                 self.resets += 1
-                self._reset()                   # DEVICE_RESET clears itself and the registers
+                self.power_on(self.now_s)       # DEVICE_RESET clears itself and the registers
                 continue
             if r == 0x6A and data[i] & 0x04:
                 self.fifo = bytearray()         # FIFO_RESET (self-clearing)
