@@ -76,3 +76,63 @@ def test_the_player_arms_the_watchdog_again_after_a_host_stall():
     sid = robot.servos[k].id
     assert struct.unpack_from("<i", emu.tables[sid], dx.GOAL_POSITION)[0] != robot.servos[k].to_units(home[k])
     assert p.stats["send_errors"] == 0
+
+
+def _op3_player(tw, emu, robot):
+    port = SimPort(emu, tw, baud=robot.baud)
+    p = Player(robot, Dynamixel(port), row_names=[s.name for s in robot.servos], clock=tw.clock,
+               sleep=tw.advance)
+    p.start()
+    return p, port
+
+
+def test_a_failsafe_timeout_past_the_watchdogs_range_still_re_arms(tmp_path):
+    """A robot file's 5 s failsafe: the XM430 arms at most 127 x 20 ms = 2.54 s, so a 3 s host
+    stall trips it with no failsafe of the player's; the re-arm goes by the timeout armed."""
+    import json
+    import os
+    from device.servo.robot import load_robot
+    d = json.load(open(os.path.join(os.path.dirname(__file__), "..", "device", "servo", "robots",
+                                    "op3-dynamixel.json")))
+    d["failsafe"]["timeout_s"] = 5.0
+    path = tmp_path / "op3_5s.json"
+    path.write_text(json.dumps(d))
+    robot = load_robot(str(path))
+    tw, emu = _robot()
+    p, _ = _op3_player(tw, emu, robot)
+    assert emu.tables[1][dx.BUS_WATCHDOG] == 127 and p.watchdog_s == 2.54
+    home = [s.home_deg for s in robot.servos]
+    for _ in range(10):
+        tw.advance(0.01)
+        p.send_frame(home)
+    tw.advance(3.0)
+    assert emu.watchdog_tripped == set(tw.ids) and not p.poll()
+    target = list(home)
+    target[0] += 5.0
+    tw.advance(0.01)
+    p.send_frame(target)
+    assert not emu.watchdog_tripped
+
+
+def test_failed_sends_arm_the_watchdog_again():
+    """Writes that fail (a write timeout) while frames keep coming leave the bus silent: the
+    servos trip; the first send that goes out again is preceded by a re-arm."""
+    from device.servo.robot import load_robot
+    robot = load_robot("op3-dynamixel")
+    tw, emu = _robot()
+    p, port = _op3_player(tw, emu, robot)
+    real_write, fail = port.write, [False]
+
+    def write(b):
+        if fail[0]:
+            raise OSError("write timeout")
+        return real_write(b)
+    port.write = write
+    home = [s.home_deg for s in robot.servos]
+    for i in range(60):                         # frames every 10 ms, writes fail 0.1-0.4 s
+        fail[0] = 10 <= i < 40
+        tw.advance(0.01)
+        p.send_frame(home)
+        if i == 39:
+            assert emu.watchdog_tripped == set(tw.ids)
+    assert p.stats["send_errors"] >= 30 and not emu.watchdog_tripped

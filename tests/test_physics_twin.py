@@ -298,6 +298,18 @@ def test_simport_usb_frames_hold_requests_and_replies():
     assert USB_S["dynamixel"] == USB_S["feetech"] == USB_S["maestro"] == 0.001
 
 
+def test_simport_a_byte_in_on_a_usb_frame_is_read_in_it():
+    """A reply whose last byte is in 0.5 ns after a USB frame: read at the next frame, whole
+    (one tolerance for the frame grid and the bytes' arrival: never a short read at once)."""
+    from host.physics.simport import SimPort
+
+    c = _Clock()
+    port = SimPort(_Echo(), c, 115200, usb_s=0.001, timeout=0.05)
+    port._rx.append([0.003 + 5e-10 - 4 * port.byte_s, b"ABCD"])
+    port.t_s = 0.0025
+    assert port.read(4) == b"ABCD" and port.clock() == pytest.approx(0.004)
+
+
 def test_backlash_delays_torque_after_a_reversal():
     import math as m
     from host.physics.servo import SPECS, ServoBank

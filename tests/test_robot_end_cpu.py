@@ -110,3 +110,18 @@ def test_the_bridge_runs_idle_after_the_frames_send():
     data += enc.frame([128] * len(names), 8)
     b.feed(data)
     assert order[-3:] == ["step", "send", "idle"]
+
+
+def test_a_retargeter_with_only_step_is_timed_and_left_alone():
+    """tick and idle are optional (the bridge's contract): without them, no time, no error."""
+    class StepOnly:
+        servo_names = ["a"]
+
+        def step(self, values, t_s):
+            return values
+
+    tw = _Twin()
+    r = live._Thinking(StepOnly(), tw)
+    assert r.step([1.0], 0.0) == [1.0]
+    t = tw.time_s
+    assert r.tick(0.1) is None and r.idle() is None and tw.time_s == t

@@ -198,14 +198,15 @@ class Dynamixel(Driver):
         return True
 
     def set_watchdog(self, timeout_s):
-        """Arm the Bus Watchdog (98, 20 ms units) on every servo. A 0 goes first: once tripped,
+        """Arm the Bus Watchdog (98, 20 ms units) on every servo; the timeout armed (s). A 0 goes first: once tripped,
         98 reads -1 and only a 0 clears it (the Goal values stay read-only till then; ROBOTIS
         e-manual, Bus Watchdog (98)), so arming again after a trip takes both writes."""
         units = 0 if timeout_s <= 0 else max(1, min(127, int(timeout_s / 0.02 + 0.5)))
         self.write(sync_write(BUS_WATCHDOG, 1, [(i, 0) for i in self.ids]))
         if units:
             self.write(sync_write(BUS_WATCHDOG, 1, [(i, units) for i in self.ids]))
-        return True
+        # the timeout armed (s): 20 ms units, at most 127 (2.54 s), whatever was asked
+        return units * 0.02 if units else True
 
     def flush_input(self):
         """Drop what waits in the port before a request (a reply come after its timeout would

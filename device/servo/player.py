@@ -48,6 +48,7 @@ class Player:
         self.last_frame_clock = None
         self.in_failsafe = False
         self.watchdog = False
+        self.watchdog_s = None                # the controller's watchdog timeout as armed (s)
         self.stats = {"frames": 0, "sent": 0, "late": 0, "skipped": 0, "failsafes": 0,
                       "send_errors": 0, "ramp_frames": 0}
         self.last_units = None
@@ -101,7 +102,11 @@ class Player:
         if current_deg is not None:
             self.limiter = Limiter(self.servos, start_deg=current_deg, max_dt_s=self.max_dt_s)
         if self.robot.use_watchdog:
-            self.watchdog = bool(self.driver.set_watchdog(self.robot.failsafe_timeout_s))
+            armed = self.driver.set_watchdog(self.robot.failsafe_timeout_s)
+            self.watchdog = bool(armed)
+            # the controller's own timeout, as armed (a Dynamixel's: 20 ms units, at most 2.54 s)
+            if self.watchdog and not isinstance(armed, bool):
+                self.watchdog_s = float(armed)
         self.last_frame_clock = self._last_cmd_clock = self._now()
 
     def _read_current(self):
@@ -138,7 +143,7 @@ class Player:
         now = self._now()
         dt = now - self._last_cmd_clock
         self._last_cmd_clock = now
-        if self.watchdog and (self._rearm or dt > REARM_GAP * self.robot.failsafe_timeout_s):
+        if self.watchdog and (self._rearm or dt > REARM_GAP * (self.watchdog_s or self.robot.failsafe_timeout_s)):
             # the controller's watchdog armed again: after a failsafe, or a gap in the commands
             # long enough that it may have tripped (a host that stalled between two frames: a
             # tripped XM430 refuses every goal until re-armed). A bus that fails here (a write
@@ -156,7 +161,9 @@ class Player:
             self.driver.send_positions(cmds)
             self.stats["sent"] += 1
         except OSError:
+            # nothing went out: the bus may fall silent for the watchdog, arm it again next
             self.stats["send_errors"] += 1
+            self._rearm = self.watchdog
         self.last_units = cmds
         return deg
 

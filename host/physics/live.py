@@ -79,14 +79,18 @@ class _Thinking:
         return out
 
     def tick(self, now_s):
-        out = self._r.tick(now_s)
+        tick = getattr(self._r, "tick", None)          # (optional, as the bridge has it)
+        out = None if tick is None else tick(now_s)
         if out is not None:
             self._think(TICK_CPU_S)
         return out
 
     def idle(self):
-        pending = self._r._pending is not None
-        self._r.idle()
+        idle = getattr(self._r, "idle", None)
+        if idle is None:
+            return
+        pending = getattr(self._r, "_pending", None) is not None
+        idle()
         if pending:
             self._think(IDLE_CPU_S)
 

@@ -34,6 +34,7 @@ REPLY_DELAY_S = {"dynamixel": 0.0005,      # XM430 control table 9, default 250 
                  "feetech": 0.0005}
 USB_S = {"dynamixel": 0.001, "feetech": 0.001, "maestro": 0.001}   # full-speed USB frames
 _EPS_S = 1e-12
+_TOL_S = 1e-10                              # times this close are the same instant
 
 
 class SimPort:
@@ -65,15 +66,17 @@ class SimPort:
         """t_s on the USB's frame grid (up: the next frame at or after it; else the last)."""
         if not self.usb_s:
             return t_s
+        # (the same absolute tolerance, _TOL_S, as _arrived's: a byte in on a frame is in it)
         k = t_s / self.usb_s
-        return (math.ceil(k - 1e-6) if up else math.floor(k + 1e-6)) * self.usb_s
+        tol = _TOL_S / self.usb_s
+        return (math.ceil(k - tol) if up else math.floor(k + tol)) * self.usb_s
 
     def _arrived(self, t_s):
         """Bytes the reader has by t_s: in by its last USB frame."""
         t_s = self._frame(t_s, False)
         n = 0
         for t0, data in self._rx:
-            k = int((t_s - t0) / self.byte_s + 1e-6)
+            k = int((t_s - t0 + _TOL_S) / self.byte_s)
             if k < len(data):
                 return n + max(0, k)
             n += len(data)
