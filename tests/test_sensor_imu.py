@@ -203,7 +203,9 @@ def test_golden_init_transactions():
                        ("w", 0x68, 0x6A, b"\x40")]
     bus.log = []
     BNO055(bus, mode="IMU").init()
+    # (CHIP_ID read again after the reset: a chip slower than the typical 650 ms is waited for)
     assert bus.log == [("r", 0x28, 0x00, b"\xa0"), ("w", 0x28, 0x3D, b"\x00"), ("w", 0x28, 0x3F, b"\x20"),
+                       ("r", 0x28, 0x00, b"\xa0"),
                        ("w", 0x28, 0x07, b"\x00"), ("w", 0x28, 0x3B, b"\x02"), ("w", 0x28, 0x3D, b"\x08")]
     bus.log = []
     tca = TCA9548A(bus)

@@ -152,3 +152,24 @@ def test_rejoin_does_not_hold_the_bus():
     assert longest < 0.01, longest                      # the 650 ms are waited out between frames
     # back within boot (0.65 s) + reset (0.65 s) + the backoff, not sooner
     assert a.samples > 0 and 1.3 <= (90 - a.samples) * frame_s - (back_at - 10.0) <= 1.3 + 9 * frame_s
+
+
+def test_a_bno055_slower_than_its_typical_reset_still_joins(monkeypatch):
+    """650 ms is the data sheet's typical reset time: a part that takes 700 ms is polled until it
+    answers (never reset again for being slow), then reads every frame."""
+    import device.sensors.bno055_sim as bs
+    from device.hal.i2c_sim import SimI2C
+    from device.sensors.bno055 import BNO055
+    from device.sensors.health import SensorSlot
+    monkeypatch.setattr(bs, "BOOT_S", 0.700)
+    bus = SimI2C()
+    chip = bus.attach(0x28, bs.SimBNO055())
+    chip.truth = lambda: {"gyro_rad_s": (0, 0, 0), "accel_m_s2": (0, 0, 9.81), "mag_ut": (20, 0, -40),
+                          "quat_wxyz": (1, 0, 0, 0), "temp_c": 24}
+    slot = SensorSlot("imu", BNO055(bus))
+    assert slot.start() and chip.resets == 1
+    got = 0
+    for _ in range(90):                     # 3 s at 30 Hz
+        bus.advance_to(bus.now_s() + 1 / 30.0)
+        got += slot.sample() is not None
+    assert got == 90 and slot.errors == 0 and chip.resets == 1

@@ -57,6 +57,8 @@ OFFSET_FIELDS = ("accel_offset_x", "accel_offset_y", "accel_offset_z",
 RESET_MS = 650          # reset (or power-on) to CONFIG_MODE, datasheet table 0-2 / 3.3
 TO_CONFIG_MS = 7        # any mode -> CONFIG_MODE, 3.3 table 3-6
 FROM_CONFIG_MS = 20     # CONFIG_MODE -> any mode (19 ms), 3.3 table 3-6
+BOOT_POLL_MS = 10       # a part slower than the typical reset: CHIP_ID asked again this often
+BOOT_MAX_MS = 1000      # for up to this long past RESET_MS
 
 
 def decode_offsets(profile):
@@ -109,6 +111,20 @@ class BNO055(RegisterChip):
         self._set(_OPR_MODE, MODES["CONFIG"])
         self._set(_SYS_TRIGGER, 0x20)          # RST_SYS
         yield RESET_MS                          # the chip does not acknowledge meanwhile
+        # 650 ms is the data sheet's typical time: a slower part does not acknowledge yet. Ask
+        # CHIP_ID again every BOOT_POLL_MS, up to BOOT_MAX_MS more (as Adafruit's driver
+        # polls it), never resetting it again for its being slow
+        waited = 0
+        while True:
+            try:
+                if self._get(_CHIP_ID) == CHIP_ID:
+                    break
+            except OSError:
+                pass
+            if waited >= BOOT_MAX_MS:
+                raise OSError(19, "0x%02x: no BNO055 answer %d ms after its reset" % (self.addr, RESET_MS + waited))
+            yield BOOT_POLL_MS
+            waited += BOOT_POLL_MS
         self._set(_PAGE_ID, 0)
         self._set(_UNIT_SEL, _UNITS)
         if self.profile is not None:
