@@ -136,3 +136,13 @@ def test_failed_sends_arm_the_watchdog_again():
         if i == 39:
             assert emu.watchdog_tripped == set(tw.ids)
     assert p.stats["send_errors"] >= 30 and not emu.watchdog_tripped
+
+
+def test_a_zero_timeout_arms_no_watchdog():
+    """set_watchdog(0) turns it off (98 = 0) and says none is armed: the player never re-arms."""
+    tw, emu = _robot()
+    port = SimPort(emu, tw, baud=1000000)
+    drv = Dynamixel(port)
+    drv.ids = list(tw.ids)
+    assert drv.set_watchdog(0.0) is False and all(emu.tables[i][dx.BUS_WATCHDOG] == 0 for i in tw.ids)
+    assert drv.set_watchdog(0.2) == 0.2 and all(emu.tables[i][dx.BUS_WATCHDOG] == 10 for i in tw.ids)

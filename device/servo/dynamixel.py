@@ -206,7 +206,7 @@ class Dynamixel(Driver):
         if units:
             self.write(sync_write(BUS_WATCHDOG, 1, [(i, units) for i in self.ids]))
         # the timeout armed (s): 20 ms units, at most 127 (2.54 s), whatever was asked
-        return units * 0.02 if units else True
+        return units * 0.02 if units else False          # (0: none armed, the watchdog off)
 
     def flush_input(self):
         """Drop what waits in the port before a request (a reply come after its timeout would
