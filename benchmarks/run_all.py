@@ -34,6 +34,7 @@ SCRIPTS = [
     ("micropython", ["--fuzz", "1000"], ["--fuzz", "40"], 3600, 1500),   # + the emulated RP2040
     ("kinematics", [], ["600"], 600, 200),
     ("realimu", [], ["--no-sim"], 1800, 900),
+    ("camera_latency", [], ["--seconds", "3", "--seeds", "1"], 900, 300),
 ]
 
 

@@ -6,7 +6,7 @@ import pytest
 from device.capture.config import default_config, sim_buses
 from device.capture.loop import CaptureLoop
 from device.capture.unit import build_unit
-from tests.capture_run import run_and_score
+from tests.capture_run import root_errors, run_and_score
 from protocol import staffcodec
 
 
@@ -91,15 +91,10 @@ def test_codes_match_the_codec():
 
 def test_camera_markers_give_the_root_position():
     """human-floating + the simulated camera: the root's position from 2D markers (one camera)."""
-    unit = build_unit(default_config(body="human-floating", camera=True, estimator="orient"))
-    loop = CaptureLoop(unit, truth=True)
-    est = []
-    loop.outputs.append(lambda k, t, v, c: est.append([np.nan if x is None else x for x in v]))
-    loop.run(duration_s=3.0)
-    est, truth = np.array(est), loop.truth_values()
-    tr = [unit.skeleton.dof_index(n) for n in ("root_tx", "root_ty", "root_tz")]
-    d = est[40:, tr] - truth[40:, tr]
+    d, unit = root_errors(default_config(body="human-floating", camera=True, estimator="orient"), 3.0)
     assert not np.isnan(d).any()
-    assert np.sqrt(np.mean(d ** 2)) < 0.02
+    # the camera twin timed as a Pi camera (markers 63-79 ms old, each against the pose of its
+    # time): 2.09 cm; the former twin, every frame seen at the frame's time: 1.30 cm
+    assert np.sqrt(np.mean(d ** 2)) < 0.025
     found = [v for v in unit.markers2d.values() if v is not None]
     assert len(found) >= 30

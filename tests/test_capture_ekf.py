@@ -188,13 +188,16 @@ def test_branch_recovery_with_honest_sensors():
     (rotation at its 90 deg limit); the check restarts the filter once. Measured: 7.85 deg RMS,
     1 reset (with the former absolute 6 / 12 deg thresholds, which the honest residuals never
     get under, and fused orientations weighted at 0.02 rad: 16.0 deg RMS, 0 resets, the
-    shoulder left at its limit)."""
+    shoulder left at its limit). Those figures were the former camera twin's (every frame seen
+    at the frame's time); the timed one's are below."""
     cfg = default_config(camera=True)
     cfg["subject"]["max_s"] = 4.5
     cfg["subject"]["noise"] = {"profile": "honest"}
     rms, unit, _ = _run(cfg, seconds=5.5)
-    assert unit.branch_resets == 1 and unit.estimator.failures == 0
-    assert 7.5 <= rms <= 8.2, rms
+    # with the camera twin timed as a Pi camera (frames 63-79 ms old, stamped): 8.81 deg, 3
+    # resets; no camera 7.91, 3; a camera seen at the frame's time (the former twin) 7.85, 1
+    assert 1 <= unit.branch_resets <= 3 and unit.estimator.failures == 0
+    assert 7.5 <= rms <= 9.0, rms
     # the recovery's work is spread over the frames before it fires: 3 seeds x 2 steps a frame
     # (one batched step ~0.4 ms here), not 3 solves to convergence in one frame (~75 ms before)
     assert unit.branch.most_in_a_frame == 6 and unit.branch.iterations % 6 == 0

@@ -16,13 +16,18 @@ from device.estimate.observation import Camera, Observation
 from device.estimate.process import ConstantAcceleration, TorqueProcess, gravity_stiffness
 
 
-@pytest.fixture(scope="module")
-def setup():
+def floating_human_pose(seed=7, spread=0.4):
+    """(skeleton, model, rng, q): the floating human model at a random pose near home."""
     sk = human_model(floating=True)
     model = model_of(sk, 1e-3)
-    rng = np.random.default_rng(7)
-    q = model.to_si(sk.home) + rng.uniform(-0.4, 0.4, model.n) * (model.is_rot + 0.1)
+    rng = np.random.default_rng(seed)
+    q = model.to_si(sk.home) + rng.uniform(-spread, spread, model.n) * (model.is_rot + 0.1)
     return sk, model, rng, q
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return floating_human_pose()
 
 
 def fd(fun, x, cols, eps=1e-6):

@@ -133,6 +133,7 @@ class CaptureLoop:
         """Capture frame self.frame_index at its deadline; returns the joint values."""
         if self.t0 is None:
             self.t0 = self.clock.now()
+            self.unit.clock_t0_s = self.t0     # the camera's frames are stamped on this clock
         k = self.frame_index
         due = deadline(self.t0, k, self.period_s)
         self.clock.sleep_until(due)
@@ -187,6 +188,7 @@ class CaptureLoop:
         """Capture until duration_s (or frames) is reached, or stop() returns True."""
         if self.t0 is None:
             self.t0 = self.clock.now()
+            self.unit.clock_t0_s = self.t0     # the camera's frames are stamped on this clock
         n = frames if frames is not None else (
             int(round(duration_s * self.rate_hz)) if duration_s is not None else None)
         next_status = status_every_s

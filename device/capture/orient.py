@@ -23,6 +23,10 @@ import numpy as np
 from device.capture.rot import axis_rot, exp_so3, log_so3, quat_to_mat
 
 
+HISTORY_FRAMES = 8         # poses kept for a camera frame's markers (0.27 s at 30 Hz)
+CARRY_S = 0.3              # a root its markers gave this long ago is carried over frames with no camera frame
+
+
 class OrientEstimator:
     def __init__(self, skeleton, dt_s, imu_links=None, mounts=None, iters=4, mahony_kp=1.0,
                  sample_dt_s=None, mahony_kp_mag=None, use_mag=True, mag_norm_th=0.1,
@@ -313,10 +317,17 @@ class OrientEstimator:
                 self._solve(key, items)
         out = self.q.copy()
         root_ok = self._solve_root(obs)
+        if not root_ok:
+            root_ok = self._carry_root()
         if len(self._trans):
             out[self._trans] = np.nan
         if root_ok:
             out[self._root_trans] = self.q[self._root_trans]
+        if self._t_now is not None:
+            # the poses of the last frames: a camera frame's markers were seen up to ~0.15 s ago
+            hist = self.__dict__.setdefault("_hist", [])
+            hist.append((float(self._t_now), self.q.copy()))
+            del hist[:-HISTORY_FRAMES]
         return out
 
     def _solve_root(self, obs, iters=5):
@@ -332,9 +343,23 @@ class OrientEstimator:
             return False
         from device.body.kinematics import forward_kinematics
         q = self.q.copy()
-        pose = forward_kinematics(self.sk, q)
-        P = pose.feature_pos_m[[self._feat_index[n] for n in names]]
+        fi = [self._feat_index[n] for n in names]
         uv = np.array([m2[n] for n in names], float)
+        ages = getattr(obs, "markers2d_lag_s", None) or {}
+        age = np.array([ages.get(n, 0.0) for n in names], float)
+        past = self._pose_then(age) if np.any(age > 0) else None
+        if past is None:
+            P = forward_kinematics(self.sk, q).feature_pos_m[fi]
+            when_s = self._t_now
+        else:
+            # the markers were seen age s ago (the camera frame's timestamp, each row its own):
+            # each where the estimated body was then (the pose history), the root they give
+            # the root then, held (carried along the fits' velocity instead, the root's depth
+            # from one camera ran away: benchmarks/camera_latency.py's docstring)
+            P, root_then = past
+            P = P[np.arange(len(fi)), fi]
+            q[self._root_trans] = root_then
+            when_s = self._t_now - float(age.mean())
         axes = np.array([self.sk.dofs[j].axis * self.sk.dofs[j].scale for j in self._root_trans])
         d = np.zeros(len(self._root_trans))
         eps = 1e-4
@@ -353,7 +378,50 @@ class OrientEstimator:
         if not np.isfinite(d).all() or res > 20.0:
             return False
         self.q[self._root_trans] = q[self._root_trans] + d
+        if when_s is not None:
+            # the root as the markers put it, at the time they were seen (held over frames
+            # without a camera frame)
+            self._fits = [(float(when_s), q[self._root_trans] + d)]
         return True
+
+    def _carry_root(self):
+        """A frame without a new camera frame (the camera free-runs beside the loop): the root
+        its last markers gave, held up to CARRY_S after they were seen."""
+        fits = getattr(self, "_fits", None)
+        if not fits or self._t_now is None or self._t_now - fits[-1][0] > CARRY_S:
+            return False
+        self.q[self._root_trans] = fits[-1][1]
+        return True
+
+    def _pose_then(self, age):
+        """(feature positions (K, F, 3), root then) for markers seen age (K,) s before now,
+        from the pose history (linear between its frames), or None when it does not reach."""
+        from device.body.kinematics import forward_kinematics
+        hist = getattr(self, "_hist", None)
+        if not hist or self._t_now is None:
+            return None
+        ts = np.array([h[0] for h in hist])
+        when = self._t_now - age
+        if when.min() < ts[0] - 1e-9:
+            return None
+        feats = {}
+
+        def pos(j):
+            if j not in feats:
+                feats[j] = forward_kinematics(self.sk, hist[j][1]).feature_pos_m
+            return feats[j]
+        # the history frame at or before each marker's time, and the weight of the next one
+        j0 = np.clip(np.searchsorted(ts, when, side="right") - 1, 0, len(ts) - 1)
+        P = np.empty((len(age), len(pos(int(j0[0]))), 3))
+        roots = np.empty((len(age), len(self._root_trans)))
+        for k, (j, t) in enumerate(zip(j0.tolist(), when.tolist())):
+            w = 0.0
+            if j + 1 < len(ts):
+                w = min(1.0, max(0.0, (t - ts[j]) / max(ts[j + 1] - ts[j], 1e-9)))
+            # r(t) = (1 - w) r_j + w r_j+1 between the history's frames j and j + 1
+            P[k] = (1 - w) * pos(j) + (w * pos(j + 1) if w > 0 else 0.0)
+            roots[k] = (1 - w) * hist[j][1][self._root_trans] + (w * hist[j + 1][1][self._root_trans] if w > 0 else 0.0)
+        return P, roots.mean(axis=0)
 
     def _euler_solve(self, items):
         """R = R_a(x) R_b(y) R_c(z) with orthonormal a, b, c: in the basis M = [a; b; +-c],
@@ -420,5 +488,5 @@ class OrientEstimator:
         pick &= ortho
         return np.where(pick[:, None], alt, a)
 
-    def predicted_markers2d(self):
+    def predicted_markers2d(self, ahead_s=None):
         return {}

@@ -405,11 +405,12 @@ class Subject:
             bus.fault_hook = lambda addr: rng.random() < p
         return chip
 
-    def marker_positions(self):
-        """{marker feature name: world position (3,)} at the current time (for the sim camera)."""
+    def marker_positions(self, t_s=None):
+        """{marker feature name: world position (3,)} at t_s (default: the current time), for
+        the sim camera, which sees the body when each of its rows was exposed, not now."""
         if not hasattr(self, "_marker_idx"):
             self._marker_idx = [k for k, f in enumerate(self.sk.features) if f.kind == "marker"]
-        pose = forward_kinematics(self.sk, self.q_true(self.t_s))
+        pose = forward_kinematics(self.sk, self.q_true(self.t_s if t_s is None else t_s))
         P = pose.feature_pos_m
         return {self.sk.features[k].name: P[k] for k in self._marker_idx}
 

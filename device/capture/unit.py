@@ -84,12 +84,13 @@ class Obs:
     (MPU-9250), (gyro_rad_s, accel_m_s2, mag_ut); the FIFO samples stay (gyro, accel): the
     AK8963 is read once a frame."""
 
-    __slots__ = ("t_s", "imu", "orient", "samples", "markers3d", "markers2d", "camera")
+    __slots__ = ("t_s", "imu", "orient", "samples", "markers3d", "markers2d", "markers2d_lag_s", "camera")
 
     def __init__(self, t_s, imu, orient):
         self.t_s, self.imu, self.orient = t_s, imu, orient
         self.samples = {}                    # name -> FIFO [(gyro_rad_s, accel_m_s2)] since last frame
         self.markers3d, self.markers2d, self.camera = {}, {}, None
+        self.markers2d_lag_s = {}            # name -> age (s) of its 2D marker at t_s
 
 
 class Unit:
@@ -204,6 +205,8 @@ class Unit:
                 self._chip[s["name"]] = s["chip"]
         self.camera = None
         self.markers2d = {}
+        self.markers2d_lag_s = {}  # each marker's age (s) at the frame's time: its row's exposure
+        self.clock_t0_s = 0.0      # the camera clock's time at the loop's t_s = 0 (a real clock's t0)
         self.sim_s = 0.0          # time the last read() spent simulating (subject, chips' truth, camera)
         self.sim_cpu_s = 0.0      # ... in thread CPU time
         self.bus_s = {}           # bus name -> simulated bus time of the last read() (sim buses)
@@ -250,19 +253,33 @@ class Unit:
         url = cam.get("url", "sim-cam://")
         if url.startswith("sim-cam://") and self.subject is not None:
             from device.sensors.camera_sim import SimCamera
+            from device.sensors.frameclock import FrameClock
             sub = self.cfg.get("subject") or {}
-            self.camera = SimCamera(model, scene=self.subject.marker_positions,
-                                    seed=sub.get("seed", 1) + 7,
-                                    occlusion=cam.get("occlusion", 0.02))
+            seed = sub.get("seed", 1) + 7
+            fps = float(cam.get("fps", 30.0))
+            # the twin's camera free-runs at its own phase, sees each row at its own time and
+            # hands a frame over a readout and an ISP pass late, as a Pi camera does
+            timing = FrameClock(fps=fps, exposure_s=float(cam.get("exposure_s", 0.010)),
+                                readout_s=float(cam.get("readout_s", 0.024)), height_px=model.height,
+                                phase_s=np.random.default_rng(seed).uniform(0.0, 1.0 / fps),
+                                delivery_s=cam.get("delivery_s"))
+            subject = self.subject
+            # the camera's clock is the loop's (t_s = 0 at the loop's clock_t0_s), as a Pi
+            # camera's SensorTimestamp is time.monotonic()'s; the scene is asked in t_s
+            self.camera = SimCamera(model, scene=lambda t=None: subject.marker_positions(
+                                        None if t is None else t - self.clock_t0_s),
+                                    seed=seed, occlusion=cam.get("occlusion", 0.02),
+                                    clock=lambda: subject.t_s + self.clock_t0_s, timing=timing)
         else:
             from device.hal import open_camera
             self.camera = open_camera(url, calibration=model)
         self._marker_names = [f.name for f in self.skeleton.features if f.kind == "marker"]
 
-    def predicted_markers2d(self):
-        """Search windows {name: (u, v, r_px)}: the estimator's, else the last estimate projected."""
+    def predicted_markers2d(self, ahead_s=None):
+        """Search windows {name: (u, v, r_px)}: the estimator's (its markers ahead_s after its
+        last estimate, default one frame), else the last estimate projected."""
         est = getattr(self.estimator, "predicted_markers2d", None)
-        pred = est() if est is not None else {}
+        pred = (est() if ahead_s is None else est(ahead_s=ahead_s)) if est is not None else {}
         if pred:
             return pred
         from device.body.kinematics import forward_kinematics
@@ -311,14 +328,28 @@ class Unit:
             self.sim_s += getattr(b, "sim_s", 0.0) - before[n][1]
             self.sim_cpu_s += getattr(b, "sim_cpu_s", 0.0) - before[n][2]
         if self.camera is not None:
-            from device.sensors.markers import find_markers
             t0, c0 = time.perf_counter(), time.thread_time()
-            image, _t = self.camera.capture()
+            image, t_cam_s = self.camera.capture()
             if self.subject is not None:
                 self.sim_s += time.perf_counter() - t0     # rendering is the simulator's work
                 self.sim_cpu_s += time.thread_time() - c0
-            self.markers2d = find_markers(image, self.predicted_markers2d())
+            self.markers2d, self.markers2d_lag_s = {}, {}
+            if image is not None:
+                self.markers2d, self.markers2d_lag_s = self._find_markers(image, t_s, t_cam_s)
         return out
+
+    def _find_markers(self, image, t_s, t_cam_s):
+        """({name: (u, v) or None}, {name: age s}) of a camera frame whose first row was seen at
+        t_cam_s (the camera's clock): a marker on row v was seen line_s * v later, so at the
+        frame's time t_s it is age = t_s - (t_cam_s - clock_t0_s) - line_s * v old. The search
+        windows are the estimate's markers at the frame's middle row's time."""
+        from device.sensors.markers import find_markers
+        line_s = float(getattr(self.camera, "line_s", 0.0) or 0.0)
+        age0_s = max(0.0, t_s - (t_cam_s - self.clock_t0_s))
+        mid_s = max(0.0, age0_s - 0.5 * line_s * image.shape[0])
+        found = find_markers(image, self.predicted_markers2d(ahead_s=self.dt_s - mid_s))
+        ages = {n: max(0.0, age0_s - line_s * uv[1]) for n, uv in found.items() if uv is not None}
+        return found, ages
 
     def _replayed(self, readings):
         """A replayed frame as this config's sensors see it: other sensors dropped; a gyro/accel
@@ -369,6 +400,7 @@ class Unit:
             obs.samples = samples
             if self.camera is not None:
                 obs.markers2d, obs.camera = self.markers2d, self.camera.model
+                obs.markers2d_lag_s = self.markers2d_lag_s
         else:
             # device.estimate's contract: gyro and specific force in each sensor's frame; the
             # gyro bias found at rest is removed here (the model filters have no bias state:
@@ -402,7 +434,8 @@ class Unit:
             if self.camera is not None and any(v is not None for v in self.markers2d.values()):
                 if not hasattr(self, "_est_camera"):
                     self._est_camera = self.camera.model.to_estimate_camera()
-                obs = Observation(t_s, imu=imu, markers2d=self.markers2d, camera=self._est_camera, orient=ori)
+                obs = Observation(t_s, imu=imu, markers2d=self.markers2d, camera=self._est_camera, orient=ori,
+                                  markers2d_lag_s=self.markers2d_lag_s)
             else:
                 obs = Observation(t_s, imu=imu, orient=ori)
         q = self.estimator.step(obs)

@@ -356,18 +356,20 @@ class JointEKF:
         self.t_s = obs.t_s if obs is not None else None
         return self.q_dof
 
-    def predicted_markers2d(self, camera=None, k_sigma=3.0, kinds=("marker",)):
+    def predicted_markers2d(self, camera=None, k_sigma=3.0, kinds=("marker",), ahead_s=None):
         """Search windows for the next frame: {name: (u_px, v_px, radius_px)}.
 
-        The marker positions one dt ahead (q + dt qd), projected; the radius is k_sigma times
-        the largest standard deviation of the projected position covariance
-        J_uv P_qq J_uv' (plus the pixel noise), J_uv = dproject/dp J(p).
+        The marker positions ahead_s after the estimate (default one dt: the next frame;
+        less for a camera frame seen before it was handed over), q + ahead_s qd, projected;
+        the radius is k_sigma times the largest standard deviation of the projected position
+        covariance J_uv P_qq J_uv' (plus the pixel noise), J_uv = dproject/dp J(p).
         """
         cam = camera or self.camera
         if cam is None or self.x is None:
             return {}
         n, m = self.n, self.model
-        q = self.x[:n] + self.dt_s * self.x[n:2 * n]
+        dt = self.dt_s if ahead_s is None else float(ahead_s)
+        q = self.x[:n] + dt * self.x[n:2 * n]
         kin = dynamics_numba.kinematics(m, q) if dynamics_numba.available() else m.kinematics(q)
         sk = self.skeleton
         cache = self.__dict__.setdefault("_kind_idx", {})
@@ -384,8 +386,8 @@ class JointEKF:
             uv = cam.project(p)
             J = cam.project_jacobian(p) @ m.point_jacobian(kin, self.meas.f_link[idx], p)   # (K, 2, n)
         # Sigma_uv = J P_qq J' (P_qq propagated one step: P_qq + dt^2 P_qdqd + cross terms)
-        Pqq = self.P[:n, :n] + self.dt_s * (self.P[:n, n:2 * n] + self.P[n:2 * n, :n]) \
-            + self.dt_s ** 2 * self.P[n:2 * n, n:2 * n]
+        Pqq = self.P[:n, :n] + dt * (self.P[:n, n:2 * n] + self.P[n:2 * n, :n]) \
+            + dt ** 2 * self.P[n:2 * n, n:2 * n]
         # (J P_qq) as one (2K, n) x (n, n) product, then its rows against J's: (K, 2, 2)
         K = len(idx)
         JP = (J.reshape(2 * K, n) @ Pqq).reshape(K, 2, n)

@@ -10,7 +10,8 @@ orientations (rotation-vector error in the world, when obs.orient has them). r: 
 
 For a feature on link l (world position p, sensor rotation Rs = R_link R_feature):
   marker3d  h = p,              H_q = J(p)  (columns a_j x (p - o_j) or a_j, from FK dof axes)
-  marker2d  h = project(p),     H_q = dproject/dp J(p)
+  marker2d  h = project(p),     H_q = dproject/dp J(p); seen age s before t (obs.markers2d_lag_s):
+            h = project(p) - age J_uv qd,  H_qd = -age J_uv  (first order in age)
   gyro      h = Rs' w,          H_qd = Rs' Jw,  H_q[:, i] = -Rs' (a_i x w_i)   (exact)
   accel     h = Rs' (pdd - g),  pdd = J qdd + Jdot qd,
             H = Rs' [-(a_i x (pdd - g)) + d(J qdd)/dq_i ,  Jdot + d(J qd)/dq ,  0] + Rs' J dqdd/dx
@@ -22,6 +23,7 @@ import numpy as np
 
 from device.body.dynamics import _cross
 from device.body.ik import _rotvec
+from device.body import dynamics_numba
 from device.estimate import camera_numba, imu_numba, orient_numba
 
 
@@ -121,6 +123,15 @@ class MeasurementModel:
         p = pb + (R @ self.f_off[idx][:, :, None])[:, :, 0]
         return p, R @ self.f_rot[idx], b
 
+    def _ages(self, obs, idx):
+        """(K,) ages (s) of the 2D markers idx (obs.markers2d_lag_s), or None if all are 0."""
+        lag = getattr(obs, "markers2d_lag_s", None)
+        if not lag:
+            return None
+        names = self.__dict__.setdefault("_names", {v: k for k, v in self.index.items()})
+        age = np.array([lag.get(names[i], 0.0) for i in idx.tolist()], float)
+        return age if np.any(age > 0) else None
+
     def _mask(self, bodies):
         m = self.model
         return np.where((bodies >= 0)[:, None], m.ancf.T[np.maximum(bodies, 0)], 0.0)   # (K, n)
@@ -147,6 +158,18 @@ class MeasurementModel:
         idx, vals = self._indices(obs.markers2d, "markers2d")
         if len(idx) and obs.camera is not None:
             cam = obs.camera
+            age = self._ages(obs, idx) if nx >= 2 * n else None
+            kin_m = kin
+            if age is not None:
+                # a camera frame's markers were seen age s ago (its timestamp, each row its own):
+                # the body then, to second order, q(t - a) = q - a qd + a^2 / 2 qdd at the
+                # frame's mean age a (the velocity and centripetal terms of a limb swinging
+                # through 70 ms are not small), each marker on from there to first order
+                a0 = float(age.mean())
+                q_then = kin.q - a0 * lin.qd + 0.5 * a0 * a0 * lin.qdd
+                kin_m = (dynamics_numba.kinematics(m, q_then) if dynamics_numba.available() and kin.T is not None
+                         else m.kinematics(q_then))
+            kin, kin_now = kin_m, kin
             if camera_numba.available() and kin.T is not None:
                 # the optional compiled path: p, uv and d uv / dq in one pass (same values)
                 p, uv, Juv = camera_numba.marker_rows(self, kin, cam, idx)
@@ -163,11 +186,20 @@ class MeasurementModel:
                 else:
                     J = m.point_jacobian(kin, self.f_link[idx], p)
                     H[:, :, :n] = cam.project_jacobian(p) @ J
+                cols = n
+                if age is not None:
+                    a = age[ok]
+                    Juv_q = H[:, :, :n]
+                    # uv(t - a_i) ~= uv(t - a0) - (a_i - a0) J_uv qd; H_qd = -a_i J_uv
+                    uv = uv - (a - a0)[:, None] * (Juv_q @ lin.qd)
+                    H[:, :, n:2 * n] = -a[:, None, None] * Juv_q
+                    cols = 2 * n
                 zs.append(np.concatenate([v for v, o in zip(vals, ok) if o]))
                 hs.append(uv.ravel())
                 Hs.append(H.reshape(-1, nx))
                 rs.append(np.full(2 * len(idx), self.pixel_sigma ** 2))
-                blocks.append((2 * len(idx), n))
+                blocks.append((2 * len(idx), cols))
+            kin = kin_now
         idx, vals = self._indices(obs.imu, "imu")
         if len(idx):
             z, h, H = self._imu(lin, idx, nx)

@@ -11,7 +11,9 @@
 IMU: angular velocity (rad/s) and specific force (m/s^2, accel - gravity) in the sensor's own
 frame (the feature's orientation). orient (optional): a fused-orientation sensor's (BNO055)
 world rotation of that frame, {feature: (3, 3)}, in the skeleton's world. Markers: world positions (m) or pixel coordinates in one
-camera. A None or absent entry is a missing observation.
+camera. A None or absent entry is a missing observation. markers2d_lag_s (optional): how old
+each 2D marker is at t_s (s): a camera frame is seen before it is handed over, each row of a
+rolling shutter at its own time; the EKF predicts the marker where it was then.
 """
 
 import numpy as np
@@ -20,14 +22,16 @@ import numpy as np
 class Observation:
     """One frame of observations at time t_s (see the module docstring)."""
 
-    __slots__ = ("t_s", "imu", "markers3d", "markers2d", "camera", "orient")
+    __slots__ = ("t_s", "imu", "markers3d", "markers2d", "markers2d_lag_s", "camera", "orient")
 
-    def __init__(self, t_s, imu=None, markers3d=None, markers2d=None, camera=None, orient=None):
+    def __init__(self, t_s, imu=None, markers3d=None, markers2d=None, camera=None, orient=None,
+                 markers2d_lag_s=None):
         self.t_s = float(t_s)
         self.imu = dict(imu or {})
         self.orient = dict(orient or {})      # {imu feature: world rotation (3, 3) of the sensor}
         self.markers3d = dict(markers3d or {})
         self.markers2d = dict(markers2d or {})
+        self.markers2d_lag_s = dict(markers2d_lag_s or {})
         self.camera = camera
         if self.markers2d and camera is None and any(v is not None for v in self.markers2d.values()):
             raise ValueError("Observation: 2D markers need a camera")

@@ -2,12 +2,25 @@
 
     from device.hal import open_camera
     cam = open_camera("picam://0", calibration="camera.json")
-    image, t_s = cam.capture()          # greyscale uint8 (H, W) of the main stream
+    image, t_s = cam.capture()          # the newest frame: greyscale uint8 (H, W) of the main
+                                        # stream and its first row's mid-exposure time
+                                        # (time.monotonic() s); (None, None) if none is new
+    cam.line_s                          # each row seen this much later (rolling shutter)
 
 picamera2 comes from Raspberry Pi OS (apt install python3-picamera2), not from PyPI.
+
+The camera free-runs; picamera2's post_callback hands every completed frame over in its own
+thread, where the main stream's luma plane is copied and stamped: libcamera's SensorTimestamp
+(ns, CLOCK_MONOTONIC, the clock of time.monotonic(): picamera2 issue 703) is the first row's
+readout, ExposureTime (us) before which it started exposing (picamera2
+examples/timestamp_capture.py), so the first row was seen at SensorTimestamp - ExposureTime / 2.
+capture() never waits for a frame (capture_array would, up to a frame period, in the middle
+of the unit's 33 ms): it returns the newest one once. The rolling shutter's row time is
+readout_s / height; readout_s is the sensor mode's shortest frame time (1 / its top frame
+rate, an upper bound: the mode's minimum blanking included) unless given.
 """
 
-import time
+import threading
 
 import numpy as np
 
@@ -15,7 +28,7 @@ from device.sensors.camera import CameraModel
 
 
 class PicamCamera:
-    def __init__(self, index=0, calibration=None, width=640, height=480):
+    def __init__(self, index=0, calibration=None, width=640, height=480, readout_s=None):
         from picamera2 import Picamera2  # lazy: only on a Pi
         self.model = CameraModel.load(calibration) if isinstance(calibration, str) else (
             calibration or CameraModel.looking_at((0, -3, 1), (0, 0, 1), width=width, height=height))
@@ -23,15 +36,42 @@ class PicamCamera:
         cfg = self.cam.create_video_configuration(main={"size": (self.model.width, self.model.height),
                                                         "format": "YUV420"})
         self.cam.configure(cfg)
+        if readout_s is None:
+            readout_s = self._mode_readout_s()
+        self.line_s = float(readout_s) / self.model.height
+        self._lock = threading.Lock()
+        self._latest = None              # (image, t_s), replaced by each frame, taken once
+        self.frames = 0
+        self.cam.post_callback = self._on_frame
         self.cam.start()
+
+    def _mode_readout_s(self):
+        """1 / the top frame rate of the sensor mode configured (0.024 s if unknown)."""
+        try:
+            size = tuple(self.cam.camera_configuration()["sensor"]["output_size"])
+            fps = [m["fps"] for m in self.cam.sensor_modes if tuple(m["size"]) == size]
+            return 1.0 / max(fps) if fps else 0.024
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return 0.024
+
+    def _on_frame(self, request):
+        md = request.get_metadata()
+        yuv = request.make_array("main")
+        image = np.ascontiguousarray(yuv[:self.model.height, :self.model.width])
+        # the first row's middle of exposure: SensorTimestamp (its readout) - ExposureTime / 2
+        t_s = md["SensorTimestamp"] * 1e-9 - md.get("ExposureTime", 0) * 0.5e-6
+        with self._lock:
+            self._latest = (image, t_s)
+            self.frames += 1
 
     @classmethod
     def from_url(cls, rest, **options):
         return cls(int(rest or "0"), **options)
 
     def capture(self):
-        yuv = self.cam.capture_array("main")
-        return np.ascontiguousarray(yuv[:self.model.height, :self.model.width]), time.monotonic()
+        with self._lock:
+            got, self._latest = self._latest, None
+        return got if got is not None else (None, None)
 
     def close(self):
         if self.cam is not None:
