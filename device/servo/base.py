@@ -17,6 +17,21 @@ settable timeout (a MicroPython UART) keeps its own.
 """
 
 
+# how long a request waits for its reply: ROBOTIS' dynamixel-sdk 4.1.0 and Feetech's
+# scservo_sdk 1.0.0 (a fork of it) alike: port_handler.py setPacketTimeout(packet_length) =
+# tx_time_per_byte * packet_length + LATENCY_TIMER * 2 + 2.0 ms, tx_time_per_byte = 1000 /
+# baud * 10 ms, LATENCY_TIMER = 16 ms (the USB adapter's latency timer); one deadline from
+# after the request for the whole reply
+LATENCY_TIMER_S = 0.016
+PACKET_EXTRA_S = 0.002
+
+
+def packet_timeout_s(packet_length, baud):
+    """The vendor SDKs' packet timeout (s) for a reply of packet_length bytes at baud."""
+    # t = 10 bits / baud x packet_length + 2 x LATENCY_TIMER + 2 ms
+    return packet_length * 10.0 / baud + 2 * LATENCY_TIMER_S + PACKET_EXTRA_S
+
+
 class Driver:
     NAME = "base"
     UNITS = "units"
@@ -76,6 +91,26 @@ class Driver:
             # our own bytes did not come back as sent: a collision or a noisy line
             self.stats["errors"] += 1
         return n
+
+    def flush_input(self):
+        """Drop what waits in the port before a request (a reply come after its timeout would
+        be read as the next one's), or OSError: a port error here is one like any other
+        (pyserial's PortNotOpenError is an OSError, but an unplugged tty's tcflush raises
+        termios.error, which is not)."""
+        port = self.port
+        try:
+            if hasattr(port, "reset_input_buffer"):
+                port.reset_input_buffer()
+            elif hasattr(port, "any"):
+                # a MicroPython UART has no reset_input_buffer: the bytes any() says wait, read
+                for _ in range(4):
+                    n = port.any()
+                    if not n or not port.read(n):
+                        break
+        except OSError:
+            raise
+        except Exception as e:
+            raise OSError("servo port: input flush failed: %s" % e)
 
     def read_exact(self, n):
         """n bytes from the port, or what arrived before its timeout (counted)."""

@@ -14,7 +14,7 @@ CRC-16/BUYPASS over the stuffed packet; FF FF FD inside the packet goes out as F
 import struct
 
 from protocol.crc import crc16_buypass
-from device.servo.base import Driver
+from device.servo.base import Driver, packet_timeout_s  # noqa: F401 (dx.packet_timeout_s)
 
 BROADCAST = 0xFE
 PING = 0x01
@@ -146,21 +146,11 @@ def status_len_max(nparams):
 
 
 OTHERS_MAX = 2                      # other ids' status packets passed over before the one asked
-# how long a request waits for its status packet: ROBOTIS' dynamixel-sdk 4.1.0
-# (dynamixel_sdk/port_handler.py setPacketTimeout(packet_length): tx_time_per_byte *
-# packet_length + LATENCY_TIMER * 2 + 2.0 ms, tx_time_per_byte = 1000 / baud * 10 ms,
-# LATENCY_TIMER = 16 ms (the USB adapter's latency timer); protocol2_packet_handler.py
-# txRxPacket: packet_length = the READ's data length + 11, 11 for any other instruction; one
-# deadline from after the request for the whole reply, other ids' packets included): 34.27 ms
-# for the OpenCR's 16 bytes at 1 Mbaud, not a 0.1 s port timeout per reply that does not come
-LATENCY_TIMER_S = 0.016
-PACKET_EXTRA_S = 0.002
-
-
-def packet_timeout_s(packet_length, baud):
-    """The SDK's packet timeout (s) for a reply of packet_length bytes at baud."""
-    # t = 10 bits / baud x packet_length + 2 x LATENCY_TIMER + 2 ms
-    return packet_length * 10.0 / baud + 2 * LATENCY_TIMER_S + PACKET_EXTRA_S
+# how long a request waits for its status packet: the SDK's packet timeout
+# (device/servo/base.py packet_timeout_s; protocol2_packet_handler.py txRxPacket:
+# packet_length = the READ's data length + 11, 11 for any other instruction; other ids'
+# packets included in the one deadline): 34.27 ms for the OpenCR's 16 bytes at 1 Mbaud,
+# not a 0.1 s port timeout per reply that does not come
 
 
 class Dynamixel(Driver):
@@ -207,26 +197,6 @@ class Dynamixel(Driver):
             self.write(sync_write(BUS_WATCHDOG, 1, [(i, units) for i in self.ids]))
         # the timeout armed (s): 20 ms units, at most 127 (2.54 s), whatever was asked
         return units * 0.02 if units else False          # (0: none armed, the watchdog off)
-
-    def flush_input(self):
-        """Drop what waits in the port before a request (a reply come after its timeout would
-        be read as the next one's), or OSError: a port error here is one like any other
-        (pyserial's PortNotOpenError is an OSError, but an unplugged tty's tcflush raises
-        termios.error, which is not)."""
-        port = self.port
-        try:
-            if hasattr(port, "reset_input_buffer"):
-                port.reset_input_buffer()
-            elif hasattr(port, "any"):
-                # a MicroPython UART has no reset_input_buffer: the bytes any() says wait, read
-                for _ in range(4):
-                    n = port.any()
-                    if not n or not port.read(n):
-                        break
-        except OSError:
-            raise
-        except Exception as e:
-            raise OSError("servo port: input flush failed: %s" % e)
 
     def _reply(self, nparams):
         """One status packet's bytes, and whether they all came: the header hunted for as the

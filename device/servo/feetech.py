@@ -12,7 +12,7 @@ speeds). No watchdog on the servo: torque_off broadcasts Torque Enable (40) = 0.
 
 import struct
 
-from device.servo.base import Driver
+from device.servo.base import Driver, packet_timeout_s
 
 BROADCAST = 0xFE
 PING = 0x01
@@ -166,11 +166,38 @@ class Feetech(Driver):
         self.write(write(BROADCAST, TORQUE_ENABLE, b"\x00"))
         return True
 
+    def _reply(self, nparams):
+        """One status packet's bytes (FF FF ID LEN ERR P.. CHK), the header hunted for as
+        scservo_sdk's rxPacket hunts (the bytes before it dropped, a reply's worth at most;
+        an id above 0xFD means the FF FF was not the header)."""
+        want = 6 + nparams
+        data = self.read_exact(want)
+        dropped = 0
+        while len(data) == want and (data[:2] != b"\xff\xff" or data[2] > 0xFD):
+            # FF FF then an id above 0xFD is not a header (an FF before it: a stray byte, as
+            # the SDK drops it); else from the next FF FF, or an FF at the end
+            i = 1 if data[:2] == b"\xff\xff" else data.find(b"\xff\xff")
+            i = i if i > 0 else (want - 1 if data[-1:] == b"\xff" else want)
+            dropped += i
+            if dropped > want:
+                break
+            data = data[i:] + self.read_exact(i)
+        return data
+
     def read_position(self, sid):
-        if hasattr(self.port, "reset_input_buffer"):
-            self.port.reset_input_buffer()
+        try:
+            self.flush_input()
+        except OSError:
+            self.stats["errors"] += 1
+            return None
         self.write(read(sid, PRESENT_POSITION, 2))
-        r = parse_status(self.read_exact(8))
+        # scservo_sdk's txRxPacket: setPacketTimeout(data length + 6), one deadline for the
+        # reply (34.08 ms at 1 Mbaud), not the port's timeout for every read that comes short
+        self.with_deadline(packet_timeout_s(2 + 6, self.port_baud()))
+        try:
+            r = parse_status(self._reply(2))
+        finally:
+            self.end_deadline()
         if r is None or r[0] != sid or len(r[2]) != 2:
             self.stats["errors"] += 1
             return None
