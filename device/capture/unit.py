@@ -38,7 +38,7 @@ from device.capture.rot import mat_to_quat, quat_to_mat
 from device.capture.subject import Subject, _rpy
 from device.hal import open_i2c
 from device.hal.tca9548a import TCA9548A
-from device.sensors.health import SensorSlot
+from device.sensors.health import SensorSlot, start_all
 
 
 def _driver(spec, bus, muxes):
@@ -186,8 +186,8 @@ class Unit:
                     drv.profile = prof        # BNO055 calibration profile: init() writes it back
                 self.slots.append(SensorSlot(s["name"], drv))
                 self._chip[s["name"]] = s["chip"]
-            for slot in self.slots:
-                slot.start()
+            # every chip's reset and mode switch under way at once (device/sensors/health.py)
+            start_all(self.slots)
             # real buses are read in parallel, one thread a bus (the kernel's I2C transfer
             # releases the GIL, so the frame waits for the slowest bus, not their sum); the
             # twins' bus clocks model the same (the loop waits max over buses)
