@@ -8,6 +8,7 @@ import types
 import numpy as np
 import pytest
 
+from device.body.human import human_model
 from device.body.kinematics import forward_kinematics
 from device.estimate.measurement import MeasurementModel
 from device.estimate.observation import Camera, Observation
@@ -197,3 +198,37 @@ def test_orient_root_is_carried_over_frames_without_a_camera_frame():
     d, _ = root_errors(cfg, 3.0, start=45)
     assert not np.isnan(d).any()
     assert np.sqrt(np.mean(d ** 2)) < 0.04
+
+
+def test_frame_clock_refuses_a_readout_longer_than_a_frame():
+    with pytest.raises(ValueError, match="readout"):
+        FrameClock(fps=60.0, exposure_s=0.005, readout_s=0.024)
+
+
+def test_simulated_pixels_are_where_the_body_was_at_each_markers_age():
+    """device/estimate/simulate.py with camera_timing: each 2D marker is the body at t - age."""
+    from device.body.dynamics import model_of
+    from device.estimate.simulate import SensorNoise, simulate, spline_of
+    sk = human_model()
+    t = np.arange(60) / 60.0
+    q = sk.home + 20.0 * np.sin(2 * np.pi * 1.0 * t[:, None]) * np.array([d.kind == "rotation" for d in sk.dofs])
+    q = np.clip(q, sk.lo, sk.hi)
+    cam = Camera.look_at((4.0, 1.0, 1.2), (0.0, 0.0, 1.0), 900.0, 1280, 720)
+    fc = FrameClock(fps=60.0, exposure_s=0.005, readout_s=1 / 120.0, height_px=720, phase_s=0.004)
+    obs, _ = simulate(sk, q, 60.0, noise=SensorNoise.ideal(), imu=False, markers3d=False, camera=cam,
+                      camera_timing=fc)
+    model = model_of(sk)
+    tt, spline = spline_of(model.to_si(q), 60.0)
+    names = [f.name for f in sk.features]
+    checked = 0
+    for f in (20, 40):
+        o = obs[f]
+        for name, uv in o.markers2d.items():
+            if uv is None:
+                continue
+            age = o.markers2d_lag_s[name]
+            assert 0.0025 + 1 / 60.0 - 1e-9 <= age <= 0.0025 + 1 / 120.0 + 2 / 60.0 + 1e-9
+            P = forward_kinematics(sk, model.from_si(spline(tt[f] - age))).feature_pos_m[names.index(name)]
+            assert np.abs(np.asarray(uv) - cam.project(P[None])[0]).max() < 0.05     # px
+            checked += 1
+    assert checked > 20

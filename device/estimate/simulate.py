@@ -4,7 +4,7 @@
     from device.estimate.simulate import SensorNoise, simulate, add_sensors
     sk = human_model()
     obs, truth = simulate(sk, q_dof, fps=60.0, noise=SensorNoise(), seed=1,
-                          markers3d=True, imu=True, camera=None)
+                          markers3d=True, imu=True, camera=None, camera_timing=None)
     obs[0]                         # Observation(t=0.000 s, 14 imu, 46 3D, 0 2D)
     truth["qd_si"], truth["imu"]   # derivatives and ideal sensor readings
 
@@ -13,6 +13,12 @@ by the same kinematics the estimators use (device/estimate/measurement.py, imu_p
 ideal observations are consistent with the models. Noise per SensorNoise: white noise plus a
 constant bias per IMU axis, marker occlusion bursts (two-state Markov chain), random IMU
 packet loss. Everything is seeded (numpy default_rng).
+
+With camera_timing (a device/sensors/frameclock.py FrameClock) the camera's 2D markers come as
+a Pi camera's do: its own frames, each row seen at its own time (the body from the spline at
+the first and the last row's time, each marker blended by its row), handed to the frame at or
+after its delivery, with each marker's age in Observation.markers2d_lag_s; frames with no new
+camera frame have no 2D markers. Without it every frame sees the body at its own time.
 """
 
 import numpy as np
@@ -45,10 +51,15 @@ class SensorNoise:
         return cls(0, 0, 0, 0, 0, 0, 0, 1, 0)
 
 
+def spline_of(q_si, fps):
+    """(t (F,), the cubic spline (natural ends) through q (F, n) sampled at fps)."""
+    t = np.arange(len(q_si)) / float(fps)
+    return t, CubicSpline(t, q_si, axis=0, bc_type="natural")
+
+
 def derivatives(q_si, fps):
     """(qd, qdd) (F, n) of q (F, n) sampled at fps, from a cubic spline (natural ends)."""
-    t = np.arange(len(q_si)) / float(fps)
-    cs = CubicSpline(t, q_si, axis=0, bc_type="natural")
+    t, cs = spline_of(q_si, fps)
     return cs(t, 1), cs(t, 2)
 
 
@@ -62,7 +73,8 @@ def _occlusions(rng, F, K, rate, recover):
     return vis
 
 
-def simulate(skeleton, q_dof, fps, noise=None, seed=0, imu=True, markers3d=True, camera=None):
+def simulate(skeleton, q_dof, fps, noise=None, seed=0, imu=True, markers3d=True, camera=None,
+             camera_timing=None):
     """Observations (list of Observation, one per frame) and the truth (dict) for q (F, ndof)."""
     noise = SensorNoise() if noise is None else noise
     rng = np.random.default_rng(seed)
@@ -71,7 +83,8 @@ def simulate(skeleton, q_dof, fps, noise=None, seed=0, imu=True, markers3d=True,
     q_dof = np.asarray(q_dof, float)
     F = len(q_dof)
     q = model.to_si(q_dof)
-    qd, qdd = derivatives(q, fps)
+    t_f, spline = spline_of(q, fps)
+    qd, qdd = spline(t_f, 1), spline(t_f, 2)
     feats = skeleton.features
     imu_idx = np.array([k for k, f in enumerate(feats) if f.kind == "imu"], int) if imu else np.zeros(0, int)
     mk_idx = np.array([k for k, f in enumerate(feats) if f.kind == "marker"], int)
@@ -93,7 +106,12 @@ def simulate(skeleton, q_dof, fps, noise=None, seed=0, imu=True, markers3d=True,
     vis = _occlusions(rng, F, len(mk_idx), noise.occlusion_rate, noise.occlusion_recover)
     m3 = mpos + rng.normal(0, noise.marker_sigma_m, mpos.shape)
     uv = None
-    if camera is not None:
+    ages = None
+    if camera is not None and camera_timing is not None:
+        uv, ages = _timed_pixels(model, mm, mk_idx, spline, t_f, camera, camera_timing)
+        uv = uv + rng.normal(0, noise.pixel_sigma_px, uv.shape)
+        vis2 = vis & camera.in_image(np.nan_to_num(uv, nan=-1.0)) & np.isfinite(ages)
+    elif camera is not None:
         uv = camera.project(mpos) + rng.normal(0, noise.pixel_sigma_px, mpos.shape[:2] + (2,))
         vis2 = vis & camera.in_image(np.nan_to_num(uv, nan=-1.0))
     obs = []
@@ -106,11 +124,39 @@ def simulate(skeleton, q_dof, fps, noise=None, seed=0, imu=True, markers3d=True,
                 o.markers3d[feats[k].name] = m3[f, i] if vis[f, i] else None
             if uv is not None:
                 o.markers2d[feats[k].name] = uv[f, i] if vis2[f, i] else None
+                if ages is not None and vis2[f, i]:
+                    o.markers2d_lag_s[feats[k].name] = float(ages[f, i])
         obs.append(o)
     truth = {"q_si": q, "qd_si": qd, "qdd_si": qdd, "gyro_rad_s": gyro, "accel_m_s2": acc,
              "markers_m": mpos, "imu_names": [feats[k].name for k in imu_idx],
              "marker_names": [feats[k].name for k in mk_idx]}
     return obs, truth
+
+
+def _timed_pixels(model, mm, mk_idx, spline, t_f, camera, timing):
+    """(uv (F, K, 2), age (F, K) s, nan where frame f got no new camera frame): the newest
+    camera frame delivered by each frame's time, each marker where its row saw it."""
+    F, K = len(t_f), len(mk_idx)
+    uv = np.full((F, K, 2), np.nan)
+    age = np.full((F, K), np.nan)
+    last = None
+    H = float(camera.height_px)
+    for f in range(F):
+        k = timing.newest(t_f[f])
+        if k is None or k == last:
+            continue
+        last = k
+        t0 = timing.first_row_mid_s(k)
+        t1 = t0 + timing.readout_s
+        # before the clip starts the body is where it starts (the spline is not extrapolated)
+        p0 = mm.features(model.kinematics(spline(max(t0, 0.0))), mk_idx)[0]
+        p1 = mm.features(model.kinematics(spline(max(t1, 0.0))), mk_idx)[0]
+        v = camera.project(p0)[:, 1]
+        # row v seen at t0 + v line_s: the marker blended between the first and the last row
+        a = np.clip(np.nan_to_num(v / H), 0.0, 1.0)
+        uv[f] = camera.project(p0 + a[:, None] * (p1 - p0))
+        age[f] = t_f[f] - (t0 + uv[f][:, 1] * timing.line_s)
+    return uv, age
 
 
 def add_sensors(skeleton, skin_m=0.05, min_mass_kg=0.05):

@@ -30,6 +30,9 @@ class FrameClock:
         if exposure_s > self.period_s:
             raise ValueError("FrameClock: exposure %.4f s is longer than the frame period %.4f s"
                              % (exposure_s, self.period_s))
+        if readout_s >= self.period_s:
+            raise ValueError("FrameClock: readout %.4f s does not fit the frame period %.4f s (a rolling "
+                             "shutter reads one frame a period: a faster sensor mode)" % (readout_s, self.period_s))
         self.exposure_s = float(exposure_s)
         self.readout_s = float(readout_s)
         self.line_s = self.readout_s / float(height_px)
