@@ -232,3 +232,19 @@ def test_simulated_pixels_are_where_the_body_was_at_each_markers_age():
             assert np.abs(np.asarray(uv) - cam.project(P[None])[0]).max() < 0.05     # px
             checked += 1
     assert checked > 20
+
+
+def test_picam_frame_without_timestamp_or_broken_is_counted_not_raised(monkeypatch):
+    monkeypatch.setitem(sys.modules, "picamera2", types.SimpleNamespace(Picamera2=_FakePicamera2))
+    from device.sensors.camera_picam import PicamCamera
+    cam = PicamCamera(0)
+    yuv = np.zeros((720, 640), np.uint8)
+    cam.cam.post_callback(_Request(yuv, {}))                 # no SensorTimestamp
+    img, t = cam.capture()
+    assert img is not None and cam.unstamped == 1 and np.isfinite(t)
+
+    class Broken(_Request):
+        def make_array(self, name):
+            raise RuntimeError("buffer gone")
+    cam.cam.post_callback(Broken(yuv, {"SensorTimestamp": 1}))
+    assert cam.bad_frames == 1 and "buffer gone" in cam.last_error and cam.capture() == (None, None)

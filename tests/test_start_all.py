@@ -54,3 +54,27 @@ def test_a_unit_of_22_bno055_starts_in_one_reset():
     # on a real unit's one clock)
     for name, bus in unit.buses.items():
         assert bus.now_s() == pytest.approx(0.673, abs=0.05), name
+
+
+def test_a_driver_whose_steps_never_end_is_given_up():
+    """start_all must not hang on a chip that keeps asking for time: START_MAX_S on its clock."""
+    from device.sensors import health
+
+    class Forever:
+        def __init__(self):
+            self.t = 0.0
+
+        def now_s(self):
+            return self.t
+
+        def _wait(self, ms):
+            self.t += ms / 1000.0
+
+        def init_steps(self):
+            while True:
+                yield 100
+
+    slot = SensorSlot("forever", Forever(), retries=1)
+    assert start_all([slot]) == [False]
+    assert "no end" in slot.last_error and slot.errors == 2
+    assert slot.driver.t <= 2 * (health.START_MAX_S + 0.2)

@@ -21,6 +21,7 @@ rate, an upper bound: the mode's minimum blanking included) unless given.
 """
 
 import threading
+import time
 
 import numpy as np
 
@@ -42,6 +43,9 @@ class PicamCamera:
         self._lock = threading.Lock()
         self._latest = None              # (image, t_s), replaced by each frame, taken once
         self.frames = 0
+        self.unstamped = 0               # frames without SensorTimestamp (stamped on arrival)
+        self.bad_frames = 0              # frames the callback could not take (counted, dropped)
+        self.last_error = ""
         self.cam.post_callback = self._on_frame
         self.cam.start()
 
@@ -55,11 +59,22 @@ class PicamCamera:
             return 0.024
 
     def _on_frame(self, request):
-        md = request.get_metadata()
-        yuv = request.make_array("main")
-        image = np.ascontiguousarray(yuv[:self.model.height, :self.model.width])
-        # the first row's middle of exposure: SensorTimestamp (its readout) - ExposureTime / 2
-        t_s = md["SensorTimestamp"] * 1e-9 - md.get("ExposureTime", 0) * 0.5e-6
+        """picamera2's thread: copy the frame and stamp it (never raises into picamera2)."""
+        try:
+            md = request.get_metadata() or {}
+            yuv = request.make_array("main")
+            image = np.ascontiguousarray(yuv[:self.model.height, :self.model.width])
+            ts_ns = md.get("SensorTimestamp")
+            if ts_ns is None:
+                # no timestamp (an old libcamera): the frame is at least a readout old now
+                self.unstamped += 1
+                ts_ns = time.monotonic_ns() - int(self.line_s * self.model.height * 1e9)
+            # the first row's middle of exposure: SensorTimestamp (its readout) - ExposureTime / 2
+            t_s = ts_ns * 1e-9 - (md.get("ExposureTime") or 0) * 0.5e-6
+        except Exception as e:              # a bad frame is dropped and counted
+            self.bad_frames += 1
+            self.last_error = str(e)
+            return
         with self._lock:
             self._latest = (image, t_s)
             self.frames += 1

@@ -25,25 +25,31 @@ reset, not 22 (14.3 s) on one bus.
 """
 
 
+START_MAX_S = 10.0         # a chip's initialisation at start: given up after this (bus clock)
+
+
 def start_all(slots):
     """Initialise every slot's driver, the init_steps' waits overlapped (each slot's next step
     run once its bus clock has passed its due time; the earliest due waited out on its bus);
     a driver without steps initialises blocking. [ok per slot], as start() would give."""
     from device.hal.busclock import wait_ms
     out = [None] * len(slots)
-    live = []                                  # [index, slot, steps, due_s, attempts]
+    live = []                                  # [index, slot, steps, due_s, attempts, give-up time]
     for k, slot in enumerate(slots):
         steps = getattr(slot.driver, "init_steps", None)
         if steps is None or not hasattr(slot.driver, "now_s"):
             out[k] = slot.start()
         else:
-            live.append([k, slot, steps(), None, 0])
+            live.append([k, slot, steps(), None, 0, slot.driver.now_s() + START_MAX_S])
     while live:
         for item in list(live):
-            k, slot, steps, due, attempts = item
+            k, slot, steps, due, attempts, give_up = item
             if due is not None and slot.driver.now_s() < due:
                 continue
             try:
+                if slot.driver.now_s() > give_up:
+                    # a driver whose steps never end (a chip that keeps asking for time)
+                    raise OSError(110, "no end to its initialisation in %.0f s" % START_MAX_S)
                 ms = next(steps)
                 item[3] = slot.driver.now_s() + ms / 1000.0
                 continue
@@ -63,11 +69,11 @@ def start_all(slots):
         waiting = [it for it in live if it[3] is not None]
         if waiting and len(waiting) == len(live):
             # wait out the earliest step due on its own bus (a real bus: the same clock for all)
-            k, slot, _, due, _ = min(waiting, key=lambda it: it[3] - it[1].driver.now_s())
+            k, slot, _, due, _, _ = min(waiting, key=lambda it: it[3] - it[1].driver.now_s())
             left_ms = (due - slot.driver.now_s()) * 1000.0
             if left_ms > 0:
                 w = getattr(slot.driver, "_wait", None)
-                w(left_ms) if w is not None else wait_ms(slot.driver.i2c, left_ms)
+                w(left_ms) if w is not None else wait_ms(getattr(slot.driver, "i2c", None), left_ms)
     return out
 
 
