@@ -4,6 +4,7 @@
     python benchmarks/robot.py --max-s 6 --clips walk kick
     python benchmarks/robot.py --out docs/benchmarks/robot.txt
     python benchmarks/robot.py --max-s 1000 --jobs 2     # whole clips, 2 clips at a time
+    python benchmarks/robot.py --methods bal imu         # only the balanced plans (OP3)
 
 For each clip (the first --max-s seconds of the person's motion, default 3 s, so the whole set
 runs in minutes on 2 shared cores; the result is slowed down up to 4x and starts with a 1 s
@@ -156,7 +157,7 @@ def run_robot(robot_name, staff, methods):
 
 def _clip_task(job):
     """One clip on both robots: (name, [(summary key, results)], its table lines, CPU s)."""
-    path, max_s = job
+    path, max_s, only = job
     cpu0 = time.process_time()
     name = os.path.basename(path)
     lines, out = [], []
@@ -167,6 +168,10 @@ def _clip_task(job):
     staff = cut(staff, max_s)
     for robot_name, methods, key in (("op3-dynamixel", ("row", "pose", "bal", "imu"), "op3"),
                                      ("so101-feetech", ("row", "pose"), "so101")):
+        if only:
+            methods = tuple(m for m in methods if m in only)
+            if not methods:
+                continue
         try:
             res = run_robot(robot_name, staff, methods)
         except Exception as e:
@@ -202,6 +207,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-s", type=float, default=3.0, help="seconds of each clip (default 3)")
     ap.add_argument("--clips", nargs="*", help="substrings of clip names to run")
+    ap.add_argument("--methods", nargs="*", choices=("row", "pose", "bal", "imu"),
+                    help="only these methods (default all; SO-101 runs only row and pose)")
     ap.add_argument("--out", help="also write the table here")
     ap.add_argument("--jobs", type=int, default=1,
                     help="clips run in this many processes (the table in the clips' order; default 1)")
@@ -230,9 +237,9 @@ def main(argv=None):
     if jobs > 1:
         import multiprocessing
         pool = multiprocessing.get_context("spawn").Pool(jobs)
-        done = pool.imap(_clip_task, [(p, args.max_s) for p in paths])
+        done = pool.imap(_clip_task, [(p, args.max_s, args.methods) for p in paths])
     else:
-        pool, done = None, (_clip_task((p, args.max_s)) for p in paths)
+        pool, done = None, (_clip_task((p, args.max_s, args.methods)) for p in paths)
     cpu_workers = 0.0
     for name, out, clip_lines, cpu_s in done:
         # (each clip's lines as they would have been said in one process, in the clips' order)
@@ -261,8 +268,11 @@ def main(argv=None):
                max(r["tracking_rms_deg"] or 0.0 for r in rs), sum(r["self_collision_frames"] for r in rs),
                max(r["foot_slip_mm"] or 0.0 for r in rs), np.median([r["cpu_realtime_factor"] for r in rs]),
                np.median([r["realtime_factor"] for r in rs])))
-    better = sum(r["bal"]["pose_error_deg"] < r["row"]["pose_error_deg"] for _, r in summary["op3"])
-    say("  pose error with balance under the row copy's on %d/%d clips" % (better, len(summary["op3"])))
+    better = sum(r["bal"]["pose_error_deg"] < r["row"]["pose_error_deg"] for _, r in summary["op3"]
+                 if "bal" in r and "row" in r)
+    both = sum("bal" in r and "row" in r for _, r in summary["op3"])
+    if both:
+        say("  pose error with balance under the row copy's on %d/%d clips" % (better, both))
     for m in ("row", "pose"):
         rs = [r[m] for _, r in summary["so101"] if m in r]
         if rs:
