@@ -62,6 +62,17 @@ def test_still_codes_stay(clip):
     assert not m[0].any() and m[1, 2:-2].all() and not m[1, :2].any()
 
 
+def test_the_first_and_last_frames_move_where_the_residual_hides_it():
+    # the row transform's residual at the first frames holds the codes themselves (large here),
+    # and the last frames' codes enter fewer second differences: every frame may move
+    c = np.tile(1000 + (np.arange(50) ** 2) * MIN_RESIDUAL_CODES, (1, 1))
+    assert _movable(c).all()
+    # a code of 0 at the start is a residual of 0 there: frame 0 stays
+    c[0] -= 1000
+    m = _movable(c)
+    assert not m[0, 0] and m[0, 1:].all()
+
+
 def test_measured_refit_holds_the_decoded_values_and_the_file_stays_as_small(clip):
     b = clip.refit("budget", max_error_mm=0.1, bits=16, bound="measured")
     png = encode_png(b, effort=0)
