@@ -96,3 +96,17 @@ def make_osc_receiver():
 @pytest.fixture
 def osc_receiver(make_osc_receiver):
     return make_osc_receiver()
+
+
+@pytest.fixture
+def dynamixel_sdk_patient(monkeypatch):
+    """dynamixel_sdk, its reply timeout widened to 1 s. The SDK waits 2 * LATENCY_TIMER (16 ms,
+    a USB adapter's latency timer) + 2 ms of wall time for a reply; behind a pty the emulator's
+    thread answers in well under a millisecond, but on a loaded 2-core CI machine the thread can
+    be descheduled for longer than 34 ms (CI run 30: COMM_RX_TIMEOUT on a TORQUE_ENABLE write).
+    These tests check what the SDK reads, not the wire's timing (that is paced and tested in
+    test_paced_pty, test_emulate_pty_baud and test_feetech_packet_timeout, on their own clocks)."""
+    sdk = pytest.importorskip("dynamixel_sdk")
+    from dynamixel_sdk import port_handler
+    monkeypatch.setattr(port_handler, "LATENCY_TIMER", 500)
+    return sdk

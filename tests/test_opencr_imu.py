@@ -310,10 +310,10 @@ def test_play_imu_feedback_reads_the_board_on_the_bus_every_frame(tmp_path, caps
     assert fb["tilt"]["updates"] == fb["imu_reads"]["ok"] - before and fb["tilt"]["bad"] == 0
 
 
-def test_the_vendor_sdk_reads_the_emulated_board():
+def test_the_vendor_sdk_reads_the_emulated_board(dynamixel_sdk_patient):
     """dynamixel-sdk (ROBOTIS' own client) pings the emulated OpenCR and reads its IMU block
     through a pty: model 0x7400, a level board."""
-    sdk = pytest.importorskip("dynamixel_sdk")
+    sdk = dynamixel_sdk_patient
     from device.servo.emulate.pty import PtyServer
     with PtyServer(DynamixelEmulator(ids=(1,), imu_id=200)) as srv:
         port = sdk.PortHandler(srv.path)

@@ -115,8 +115,8 @@ def test_deterministic_and_seeded(op3):
     assert not np.array_equal(a, c)
 
 
-def test_dynamixel_sdk_reads_the_twins_present_position(op3):
-    sdk = pytest.importorskip("dynamixel_sdk")
+def test_dynamixel_sdk_reads_the_twins_present_position(op3, dynamixel_sdk_patient):
+    sdk = dynamixel_sdk_patient
     from device.servo.emulate.pty import PtyServer
     tw = Twin(op3, seed=0)
     emu = make_emulator("dynamixel", ids=tw.ids, clock=tw.clock, body=tw)
@@ -175,7 +175,7 @@ def test_feetech_and_maestro_hooks_convert_registers():
     assert body.goals[3][2] is False
 
 
-def test_emulate_physics_serves_the_simulated_op3():
+def test_emulate_physics_serves_the_simulated_op3(dynamixel_sdk_patient):
     """`motionstaff emulate dynamixel --physics op3-dynamixel`: a real SDK client over the pty
     moves the simulated head and reads its Present Position back (real-time paced twin)."""
     import os
@@ -183,7 +183,7 @@ def test_emulate_physics_serves_the_simulated_op3():
     import subprocess
     import sys
     import time
-    sdk = pytest.importorskip("dynamixel_sdk")
+    sdk = dynamixel_sdk_patient
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "emulate", "dynamixel", "--physics",
                              "op3-dynamixel"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
