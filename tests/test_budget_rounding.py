@@ -64,10 +64,15 @@ def test_still_codes_stay(clip):
 
 
 def test_the_first_and_last_frames_move_where_the_residual_hides_it():
-    # the row transform's residual at the first frames holds the codes themselves (large here),
-    # and the last frames' codes enter fewer second differences: every frame may move
+    # the row transform's residual at the first frames holds the code itself and a first
+    # difference (large here), and the last frames' codes enter fewer second differences:
+    # every frame may move
     c = np.tile(1000 + (np.arange(50) ** 2) * MIN_RESIDUAL_CODES, (1, 1))
     assert _movable(c).all()
+    # a row standing still at first: its first difference is 0, frames 0 and 1 stay
+    s = np.concatenate([[1000, 1000], 1000 + (np.arange(48) ** 2 + 5) * MIN_RESIDUAL_CODES])[None, :]
+    m = _movable(s)
+    assert not m[0, :2].any() and m[0, 2:].all()
     # a code of 0 at the start is a residual of 0 there: frame 0 stays
     c[0] -= 1000
     m = _movable(c)
