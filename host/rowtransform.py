@@ -34,7 +34,7 @@ CHANGE_BITS = 32.0                    # choose_orders: what a change of order co
                                       # and the planes; 10-24: 0.1% larger files on the CMU clips)
 SKIP_BITS = 64.0                      # ... and what a row left out of the image saves (its zero planes)
 REF_COST_BITS = 24.0                  # what a row's "tx" triple costs in the header, about
-MAX_REFS = 2                          # references per predicted row (a third: 0.15% on the CMU clips)
+MAX_REFS = 3                          # references per predicted row (3 not 2: 0.2% on the CMU clips, dxe; 4: 0.02% more)
 CHOOSE_FRAMES = 4096                  # choose's costs on at most this many frames (evenly spread)
 
 
