@@ -161,20 +161,22 @@ dof limits, 1.41 deg steps) are the other --ranges choices. The bound is conserv
 end-effector error measured by forward kinematics is typically several times smaller. The
 16-bit rows are written as convert writes them: the codes' differences in byte planes, each
 row's order chosen, rows that never move left out, rows predicted from earlier rows, the low
-planes in the order of their high planes (`--transform dxs`, the 16-bit default; 8-bit staffs
-keep the codes as pixels)."""
+planes in the order of their high planes, the differences starting at the first frame
+(`--transform dxe`, the 16-bit default since session 15, dxs before; 8-bit staffs keep the
+codes as pixels)."""
 
 ACL_READING = """Three ways of choosing the steps, the same 16-bit PNG writer: 16-bit staffs hold the
-codes' differences in byte planes by default (`--transform dxs`, protocol/rowtransform.py: each
-row's order of difference 0-3, rows that never move left out, rows predicted from up to two
-earlier rows, the low planes in the order of their high planes' sums; the column "pixels =
-codes" is the same staff written with `--transform none`).
+codes' differences in byte planes by default (`--transform dxe`, protocol/rowtransform.py: each
+row's order of difference 0-3, the differences starting at the first frame, rows that never
+move left out, rows predicted from up to three earlier rows, the low planes in the order of
+their high planes' sums; the column "pixels = codes" is the same staff written with
+`--transform none`).
 The measured bound (host/budget_measured.py) starts from the chain allocation scaled up while
 the measured error stays within E, coarsens rows one grid step at a time in order of error
 added per bit saved, then exchanges (host/budget_exchange.py: a row coarser where a finer one
 pays for it), chooses the codes jointly per frame (host/budget_rounding.py: the other code
 within a step where that lowers the frame's point errors, none above the largest rounding
-made in it, only where the row's residual hides the move), and checks the decoded clip by
+made in it, only where the row's residual is not 0, the first and last frames too), and checks the decoded clip by
 forward kinematics; it holds on this clip, every frame, at every joint and ACL's points 3 cm
 along each bone's axes. The chain bound holds for any pose (its codes are rounded)."""
 

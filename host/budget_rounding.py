@@ -19,14 +19,15 @@ in 0.6 s a clip.
 A code moved off the nearest one adds to the row's differences along time (what the file's
 row transform stores, protocol/rowtransform.py): where those are small, a code that jumps by
 one costs bits. A code moves only where the second difference of the rounded codes (the row
-transform's, the codes before the first frame 0: at the first frames the codes themselves), at
+transform's, dxe: at the first frames the code itself, then the first difference), at
 each of the frames whose second difference it enters (three, fewer at the end), is at least
 MIN_RESIDUAL_CODES: there the move is lost in the residual. On the CMU clips at 24 fps at
 0.16 mm (131_01, one-off) the 99th percentile is 0.0982 mm with 10 and the first and last two
 frames never moving (they then held the clip's largest errors), 0.0935 with those frames
 moving, 0.0796 / 0.0763 / 0.0755 mm at 3 / 2 / 1, the file 14,904 / 14,905 / 14,912 / 14,911 /
 14,921 bytes (at 0: 0.089 mm at 0.19 mm but 6.6% larger files). ACL's reporting then takes a
-budget of 0.2 mm instead of 0.16-0.17: the 4 clips' files 3.1% smaller.
+budget of 0.2 mm (2) or 0.21-0.22 mm (1) instead of 0.16-0.17: the 4 clips' files 62,147 ->
+60,230 (2) or 59,969 bytes (1; tools/acl_sizes.py, one-off).
 
 Exact forward kinematics then checks every frame: one over the budget (the linearisation off)
 keeps its rounded codes.
@@ -35,22 +36,21 @@ keeps its rounded codes.
 import numpy as np
 
 from host.fkerror import SHELL_MM, point_errors_mm, point_jacobian
+from host.rowtransform import _diff
 from host.staff import decode, encode
 
 SWEEPS = 4                    # passes over the rows (a fifth changes under 0.5% of the codes)
-MIN_RESIDUAL_CODES = 2        # a code moves only where |second difference| >= this (0: 3% larger files)
+MIN_RESIDUAL_CODES = 1        # a code moves only where |second difference| >= this (0: 6% larger files)
 CHUNK_FRAMES = 1024           # frames whose Jacobian is held at once
 
 
 def _movable(codes):
     """(rows, frames) bool: frames whose code may move (each second difference it enters large).
-    The second differences are the row transform's (the codes before the first frame 0): the
-    first frames' codes enter the codes themselves, and a last frame's enters only those there are."""
+    The second differences are the row transform's (dxe: at frame 0 the code itself, at frame 1
+    the first difference), and a last frame's code enters only those there are."""
     c = np.asarray(codes, np.int64)
     F = c.shape[1]
-    d2 = c.copy()
-    for _ in range(2):
-        d2[:, 1:] = np.diff(d2, axis=1)
+    d2 = _diff(c, 2, edge=True)
     # code t enters the second differences at t, t+1 and t+2 (those before the end)
     pad = np.pad(np.abs(d2), ((0, 0), (0, 2)), constant_values=np.iinfo(np.int64).max)
     near = np.minimum(np.minimum(pad[:, 0:F], pad[:, 1:F + 1]), pad[:, 2:F + 2])

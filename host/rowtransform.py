@@ -10,6 +10,8 @@
     planes = to_planes(codes, orders, refs)
     planes = sort_low(planes)                      # dxs: the low planes by their high planes' sums
     assert (unsort_low(planes) == to_planes(codes, orders, refs)).all()
+    orders, refs = choose(codes, missing, edge=True)          # dxe: the differences from the first frame
+    planes = sort_low(to_planes(codes, orders, refs, edge=True))
 
 Same integers as the pure version (tests check it with hypothesis): the n-th difference of
 each row along time (mod 2^16, signed; n = 2 for d2p), zigzagged, high bytes of every row
@@ -18,7 +20,8 @@ least by the estimate sum(log2(1 + z)) (ties: the lower order; on the CMU clips 
 picks as well as deflating each choice, and with "-" for the rows that never move the image
 data is 1.5% smaller than d2p's). choose adds, per row, up to MAX_REFS earlier rows and
 multipliers m (least squares, in 1/64) that predict its differences best, each where it
-saves more than the header's triple costs (an estimated 24 bits).
+saves more than the header's triple costs (an estimated 24 bits). edge=True (dxe): frame t
+holds the difference of order min(t, n), only frame 0 a code itself.
 """
 
 import numpy as np
@@ -31,15 +34,19 @@ CHANGE_BITS = 32.0                    # choose_orders: what a change of order co
                                       # and the planes; 10-24: 0.1% larger files on the CMU clips)
 SKIP_BITS = 64.0                      # ... and what a row left out of the image saves (its zero planes)
 REF_COST_BITS = 24.0                  # what a row's "tx" triple costs in the header, about
-MAX_REFS = 2                          # references per predicted row (a third: 0.15% on the CMU clips)
+MAX_REFS = 3                          # references per predicted row (3 not 2: 0.2% on the CMU clips, dxe; 4: 0.02% more)
 CHOOSE_FRAMES = 4096                  # choose's costs on at most this many frames (evenly spread)
 
 
-def _diff(c, n):
-    """(rows, frames) int64: the n-th differences (c_(-1) = .. = 0) mod 2^16, signed."""
+def _diff(c, n, edge=False):
+    """(rows, frames) int64: the n-th differences (c_(-1) = .. = 0; edge: frame t of order
+    min(t, n)) mod 2^16, signed."""
     d = np.asarray(c).astype(np.int64)
-    for _ in range(n):
-        d = np.diff(d, axis=1, prepend=0)
+    for k in range(n):
+        if edge:
+            d = np.concatenate([d[:, :k + 1], np.diff(d[:, k:], axis=1)], axis=1)
+        else:
+            d = np.diff(d, axis=1, prepend=0)
     return _s16(d)
 
 
@@ -54,9 +61,9 @@ def _zigzag(d):
     return np.where(d >= 0, 2 * d, -2 * d - 1)
 
 
-def _zigzag_diff(c, n):
+def _zigzag_diff(c, n, edge=False):
     """(rows, frames) int64: the n-th differences mod 2^16, signed, zigzagged."""
-    return _zigzag(_diff(c, n))
+    return _zigzag(_diff(c, n, edge))
 
 
 def _predicted(ms, xs):
@@ -99,14 +106,14 @@ def choose_orders(codes, missing=None, D=None):
     return orders
 
 
-def choose(codes, missing=None):
+def choose(codes, missing=None, edge=False):
     """(orders, refs) for dxp: choose_orders, then per stored row (in order) the earlier stored
     row, order and multiplier whose prediction costs least, kept when it saves more than
     REF_COST_BITS."""
     c = np.asarray(codes)
     F = c.shape[1]
     cols = np.unique(np.linspace(0, F - 1, min(F, CHOOSE_FRAMES)).astype(int)) if F else np.zeros(0, int)
-    D = [_diff(c, n)[:, cols] for n in range(MAX_ORDER + 1)]
+    D = [_diff(c, n, edge)[:, cols] for n in range(MAX_ORDER + 1)]
     orders = choose_orders(c, missing, D)
     # the cost of each row's own differences at each order: sum of log2(1 + z)
     own = np.stack([np.log2(1.0 + _zigzag(d)).sum(axis=1) for d in D])
@@ -156,7 +163,7 @@ def _best_ref(Dn, fit, k, prev, js):
     return float(cost[i]), js + [cands[i]], [int(x) for x in m[i]]
 
 
-def to_planes(codes, orders=None, refs=()):
+def to_planes(codes, orders=None, refs=(), edge=False):
     """(2 rows kept, frames) uint8: high then low byte planes of the zigzagged differences
     (orders None: d2p, every row at order 2; refs: (row, earlier row, m) predicted)."""
     c = np.asarray(codes)
@@ -170,9 +177,9 @@ def to_planes(codes, orders=None, refs=()):
         d = np.zeros((len(o), c.shape[1]), np.int64)
         for n in np.unique(o[kept]):
             sel = kept[o[kept] == n]
-            d[sel] = _diff(c[sel], int(n))
+            d[sel] = _diff(c[sel], int(n), edge)
         for k, (js, ms) in ref_table(refs).items():
-            d[k] = d[k] - _predicted(ms, _diff(c[js], int(o[k])))
+            d[k] = d[k] - _predicted(ms, _diff(c[js], int(o[k]), edge))
         z = _zigzag(d[kept])
     return np.concatenate([z >> 8, z & 0xFF], axis=0).astype(np.uint8)
 
@@ -199,7 +206,7 @@ def unsort_low(planes, order=None):
     return out
 
 
-def from_planes(planes, orders=None, frames=None, refs=()):
+def from_planes(planes, orders=None, frames=None, refs=(), edge=False):
     """(rows, frames) uint16 codes of to_planes' output (frames: only when rows were left out),
     or FormatError (planes it cannot make)."""
     p = np.asarray(planes)
@@ -222,16 +229,18 @@ def from_planes(planes, orders=None, frames=None, refs=()):
     plain = np.array([k for k in kept if k not in ref], int)
     for n in range(int(o.max(initial=0)) + 1):
         sel = plain[o[plain] == n]
-        out[sel] = _sums(full[sel], n)
+        out[sel] = _sums(full[sel], n, edge)
     for k in sorted(ref):
         # the references are earlier rows, already decoded
         js, ms = ref[k]
-        out[k] = _sums(full[k:k + 1] + _predicted(ms, _diff(out[js], int(o[k]))), int(o[k]))[0]
+        out[k] = _sums(full[k:k + 1] + _predicted(ms, _diff(out[js], int(o[k]), edge)), int(o[k]), edge)[0]
     return out.astype(np.uint16)
 
 
-def _sums(d, n):
-    # c = n running sums of the differences (mod 2^16)
-    for _ in range(n):
-        d = np.cumsum(d, axis=1) & 0xFFFF
+def _sums(d, n, edge=False):
+    # c = n running sums of the differences (mod 2^16; edge: the k-th from frame k on)
+    d = np.asarray(d, np.int64)
+    for k in range(n - 1, -1, -1):
+        s = k if edge else 0
+        d = np.concatenate([d[:, :s], np.cumsum(d[:, s:], axis=1)], axis=1) & 0xFFFF
     return d & 0xFFFF

@@ -35,7 +35,7 @@ MAX_PIXELS = 89478485            # Pillow's decompression-bomb limit (rows x fra
 MAX_HEADER_BYTES = 16 << 20
 MAX_FILE_BYTES = 1 << 29          # 512 MiB: more than MAX_PIXELS of 16-bit grey+alpha, uncompressed
 COLOURMAP = "viridis"
-_ORDERED = ("dxp", "dxs")        # row transforms with an order per row ("to") and predicted rows ("tx")
+_ORDERED = ("dxp", "dxs", "dxe")  # row transforms with an order per row ("to") and predicted rows ("tx")
 
 
 def _chunk(kind, data):
@@ -105,10 +105,10 @@ def palette_rgb(name=COLOURMAP):
 
 
 def transform_for(staff, colour=False, transform="auto"):
-    """The row transform a staff is written with: "auto" is "dxs" for 16 bits (not a palette),
+    """The row transform a staff is written with: "auto" is "dxe" for 16 bits (not a palette),
     else none ("none" or None: the pixels are the codes)."""
     if transform == "auto":
-        return "dxs" if staff.bits == 16 and not colour else None
+        return "dxe" if staff.bits == 16 and not colour else None
     if transform == "none":
         return None
     rowtransform.check(transform, "transform")
@@ -122,7 +122,8 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
     (16 bits: the codes' second differences in byte planes, an 8-bit image of 2 x rows rows) or
     "dxp" (each row's order of difference chosen, rows that never move left out, rows predicted
     from earlier ones; the header's "to" and "tx" name them) or "dxs" (dxp, the low planes in
-    the order of their high planes' sums). The planes are written with PNG filter None: the differences are the
+    the order of their high planes' sums) or "dxe" (dxs whose differences start at the first
+frame: frame t of order min(t, n); the 16-bit default). The planes are written with PNG filter None: the differences are the
     prediction, and a filter over them costs (0.5% on the CMU clips)."""
     if staff.frames < 1:
         raise ValueError("a staff file needs at least one frame")
@@ -135,9 +136,10 @@ def encode_png(staff, colour=False, effort=2, transform="auto"):
     depth = staff.bits
     orders, refs = None, []
     if tr is not None:
-        orders, refs = choose(codes, missing) if tr in _ORDERED else (None, [])
+        edge = tr in rowtransform.EDGE
+        orders, refs = choose(codes, missing, edge) if tr in _ORDERED else (None, [])
         kept = missing if orders is None else missing[np.asarray(orders) >= 0]
-        codes, missing, depth = to_planes(codes, orders, refs), np.concatenate([kept, kept]), 8
+        codes, missing, depth = to_planes(codes, orders, refs, edge), np.concatenate([kept, kept]), 8
         if tr in rowtransform.SORTED:
             order = low_order(codes[:len(kept)])
             codes, missing = sort_low(codes, order), sort_low(missing, order)
@@ -319,7 +321,7 @@ def decode_png(data, where="staff.png", skeleton_object=True):
             codes, missing = unsort_low(codes, order), unsort_low(missing, order)
         if (missing[:n] != missing[n:]).any():
             raise FormatError("%s: the byte planes of transform %s disagree on which values are missing" % (where, tr))
-        codes = from_planes(codes, orders, width, refs)
+        codes = from_planes(codes, orders, width, refs, tr in rowtransform.EDGE)
         if orders is None:
             missing = missing[:n]
         else:
@@ -372,12 +374,12 @@ def _header(text, where):
 
 
 def _orders(c, tr, h, where):
-    """(dxp's or dxs's orders per row ("to"), its predicted rows ("tx")), (None, []) for other
-    transforms; FormatError when they are bad or stand without dxp or dxs."""
+    """(dxp's, dxs's or dxe's orders per row ("to"), its predicted rows ("tx")), (None, []) for
+    other transforms; FormatError when they are bad or stand without dxp, dxs or dxe."""
     if tr not in _ORDERED:
         for key, what in (("to", "row orders"), ("tx", "predicted rows")):
             if key in c:
-                raise FormatError("%s: header: '%s' (%s) without the row transform dxp or dxs" % (where, key, what))
+                raise FormatError("%s: header: '%s' (%s) without the row transform dxp, dxs or dxe" % (where, key, what))
         return None, []
     orders = rowtransform.parse_orders(c.get("to"), len(h["rows"]), "%s: header" % where)
     return orders, rowtransform.parse_refs(c.get("tx"), orders, "%s: header" % where)

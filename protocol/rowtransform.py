@@ -38,15 +38,24 @@ the CMU clips 2.3% of the image data). "dxs" is dxp with the low planes in anoth
 by the sum of their row's high plane (ties: in row order, low_order), which the reader has
 before it needs the low planes; rows of small differences (low bytes skewed towards 0) and of
 large ones (low bytes near uniform) then sit together, and deflate's blocks and tables fit
-them better (1% of the image data on the CMU clips). Old files (no "t") hold the codes themselves. Pure Python ints and lists (runs on MicroPython);
+them better (1% of the image data on the CMU clips). "dxe" (the 16-bit default since session
+15) is dxs whose differences start at the first frame instead of at zeros before it: frame t
+holds the difference of order min(t, n),
+
+    d_t = D^min(t, n)(c)_t,    D^k(c)_t = D^(k-1)(c)_t - D^(k-1)(c)_(t-1)
+
+so only frame 0 holds a code itself (dxs: frames 0..n-1 hold about a code each, c_1 - 2 c_0 at
+order 2); the references' x are the same differences of theirs (0.5% of the image data on the
+CMU clips at 24 fps). Old files (no "t") hold the codes themselves. Pure Python ints and lists (runs on MicroPython);
 host/rowtransform.py has the numpy twin.
 """
 
 from protocol import staffranges
 from protocol.errors import FormatError
 
-NAMES = ("d2p", "dxp", "dxs")
-SORTED = ("dxs",)             # low planes in the order of their high planes' sums (low_order)
+NAMES = ("d2p", "dxp", "dxs", "dxe")
+SORTED = ("dxs", "dxe")       # low planes in the order of their high planes' sums (low_order)
+EDGE = ("dxe",)               # the first frames' differences of lower order (_diff's edge)
 MASK = 0xFFFF
 ORDERS = "0123"               # "dxp" orders a row can have
 SKIP = "-"                    # "dxp": the row is not in the image, every code 0
@@ -201,20 +210,23 @@ def _unzig(z):
     return (z >> 1) if not z & 1 else -((z + 1) >> 1)
 
 
-def _diff(c, n):
-    # the n-th difference along time, each with the sample before the first = 0
-    for _ in range(n):
-        c = c[:1] + [c[i] - c[i - 1] for i in range(1, len(c))]
+def _diff(c, n, edge=False):
+    # the n-th difference along time, each with the sample before the first = 0 (edge: frame t
+    # of order min(t, n), the differences start at the first frame)
+    for k in range(n):
+        s = k if edge else 0
+        c = c[:s + 1] + [c[i] - c[i - 1] for i in range(s + 1, len(c))]
     return c
 
 
-def _sum(d, n):
-    # the inverse: n running sums, mod 2^16
-    for _ in range(n):
-        s, out = 0, []
-        for x in d:
-            s = (s + x) & MASK
-            out.append(s)
+def _sum(d, n, edge=False):
+    # the inverse: n running sums, mod 2^16 (edge: the k-th from frame k - 1 on)
+    for k in range(n - 1, -1, -1):
+        s = k if edge else 0
+        acc, out = 0, [x & MASK for x in d[:s]]
+        for x in d[s:]:
+            acc = (acc + x) & MASK
+            out.append(acc)
         d = out
     return d
 
@@ -224,6 +236,7 @@ def forward(name, rows, orders=None, refs=()):
     the rows in the image (all for d2p; for dxp those whose order is not -1, refs predicted)."""
     check(name)
     ref = ref_table(refs)
+    edge = name in EDGE
     hi, lo = [], []
     for c in rows:
         for x in c:
@@ -232,10 +245,10 @@ def forward(name, rows, orders=None, refs=()):
     for k, (c, n) in enumerate(zip(rows, _orders(name, len(rows), orders))):
         if n < 0:
             continue
-        d = _diff(list(c), n)
+        d = _diff(list(c), n, edge)
         if k in ref:
             js, ms = ref[k]
-            d = [a - b for a, b in zip(d, _predicted([_diff(list(rows[j]), n) for j in js], ms))]
+            d = [a - b for a, b in zip(d, _predicted([_diff(list(rows[j]), n, edge) for j in js], ms))]
         zs = [_zig(x) for x in d]
         hi.append([z >> 8 for z in zs])
         lo.append([z & 0xFF for z in zs])
@@ -268,6 +281,7 @@ def inverse(name, planes, orders=None, frames=None, refs=()):
     if frames is None:
         frames = len(planes[0]) if planes else 0
     ref = ref_table(refs)
+    edge = name in EDGE
     out, r = [], 0
     for k, n in enumerate(orders):
         if n < 0:
@@ -277,7 +291,7 @@ def inverse(name, planes, orders=None, frames=None, refs=()):
         if k in ref:
             # the references are earlier rows, already decoded
             js, ms = ref[k]
-            d = [a + b for a, b in zip(d, _predicted([_diff(out[j], n) for j in js], ms))]
-        out.append([x & MASK for x in _sum(d, n)])
+            d = [a + b for a, b in zip(d, _predicted([_diff(out[j], n, edge) for j in js], ms))]
+        out.append([x & MASK for x in _sum(d, n, edge)])
         r += 1
     return out

@@ -57,16 +57,22 @@ def test_a_frame_over_the_budget_keeps_its_rounded_codes(clip):
 def test_still_codes_stay(clip):
     # a row whose second differences are all below MIN_RESIDUAL_CODES never moves
     c = np.tile(np.arange(50) * 3, (2, 1))
-    c[1] = (np.arange(50) ** 2) * MIN_RESIDUAL_CODES // 2
+    c[1] = (np.arange(50) ** 2) * MIN_RESIDUAL_CODES
     m = _movable(c)
-    assert not m[0].any() and m[1, 2:-2].all() and not m[1, :2].any()
+    # row 1: second differences 0 (its code at frame 0), then MIN_RESIDUAL_CODES, then twice it
+    assert not m[0].any() and m[1, 1:].all() and not m[1, 0]
 
 
 def test_the_first_and_last_frames_move_where_the_residual_hides_it():
-    # the row transform's residual at the first frames holds the codes themselves (large here),
-    # and the last frames' codes enter fewer second differences: every frame may move
+    # the row transform's residual at the first frames holds the code itself and a first
+    # difference (large here), and the last frames' codes enter fewer second differences:
+    # every frame may move
     c = np.tile(1000 + (np.arange(50) ** 2) * MIN_RESIDUAL_CODES, (1, 1))
     assert _movable(c).all()
+    # a row standing still at first: its first difference is 0, frames 0 and 1 stay
+    s = np.concatenate([[1000, 1000], 1000 + (np.arange(48) ** 2 + 5) * MIN_RESIDUAL_CODES])[None, :]
+    m = _movable(s)
+    assert not m[0, :2].any() and m[0, 2:].all()
     # a code of 0 at the start is a residual of 0 there: frame 0 stays
     c[0] -= 1000
     m = _movable(c)

@@ -17,10 +17,11 @@ tightest bound an 8-bit staff of that motion can hold (host/budget.py; the file 
 forward kinematics of every frame before the file is written (host/budget_measured.py: every
 joint and ACL's points 3 cm along each bone's axes within E on this motion); `--bound chain`
 asks for the bound that holds for any pose instead (host/budget.py: about 3x finer steps). A
-16-bit staff's pixels hold the codes' differences in byte planes (`--transform dxs`, the
+16-bit staff's pixels hold the codes' differences in byte planes (`--transform dxe`, the
 default for 16 bits: each row's order 0-3 chosen, rows that never move left out, rows
-predicted from others, the low planes in the order of their high planes; `--transform dxp`
-the same unsorted, the files written before;
+predicted from others, the low planes in the order of their high planes, the differences
+starting at the first frame; `--transform dxs` the same from zeros before it and `dxp` the
+same unsorted, the files written before;
 `--transform d2p` every row's second difference; protocol/rowtransform.py): 15-20% smaller,
 still a PNG any viewer opens, but not a picture of the motion; `--transform none` keeps the
 codes as pixels.
@@ -46,11 +47,11 @@ def add_arguments(p):
     p.add_argument("--bound", choices=("measured", "chain"), default="measured",
                    help="with --max-error-mm: measured on this clip by forward kinematics (default) or "
                         "guaranteed for any pose through the chain")
-    p.add_argument("--transform", choices=("auto", "none", "d2p", "dxp", "dxs"), default="auto",
-                   help="PNG pixels: auto (dxs for 16 bits, the codes for 8), none (the codes), d2p "
+    p.add_argument("--transform", choices=("auto", "none", "d2p", "dxp", "dxs", "dxe"), default="auto",
+                   help="PNG pixels: auto (dxe for 16 bits, the codes for 8), none (the codes), d2p "
                         "(16 bits: second differences in byte planes), dxp (each row's order of difference, "
                         "rows that never move left out, rows predicted from others), dxs (dxp, the low "
-                        "planes sorted by their high planes)")
+                        "planes sorted by their high planes), dxe (dxs, the differences starting at the first frame)")
     p.add_argument("--colour", "--color", action="store_true",
                    help="8-bit PNG: store as a palette PNG whose palette is a colour map")
     p.add_argument("--units", choices=("m", "cm", "mm", "in"),
