@@ -249,3 +249,37 @@ def test_the_probe_budget_fits_the_line():
     op3 = probe_budget(load_robot("op3-dynamixel"))
     assert op3["probe_bytes"] == 26 and op3["probe_every"] == 1 and op3["probe_s"] == POWER_PROBE_S
     assert probe_budget(load_robot("khr17-maestro")) is None      # a PWM servo: nothing to ask
+
+
+def test_a_maestro_s_servos_jump_unramped_when_their_power_returns_and_nothing_can_tell():
+    class Body:                         # the emulator hook's calls, as a twin would get them
+        def __init__(self):
+            self.goals = []
+
+        def set_goal(self, ch, units, vel=0.0, on=True, acc=0.0, p_gain=None, d_gain=None):
+            self.goals.append((ch, units, vel, on, acc))
+
+        def read(self, ch):
+            return None
+    body = Body()
+    emu = make_emulator("maestro", body=body)
+    emu.feed(bytes((0x87, 0, 10, 0)) + bytes((0x84, 0, 0x70, 0x2E)))      # speed 10, 6000 qus
+    assert body.goals[-1] == (0, 6000, 1000.0, True, 0.0)                  # ramped at 1000 qus/s
+    emu.power_off()
+    assert body.goals[-1][3] is False                                      # limp
+    emu.feed(bytes((0x84, 0, 7000 & 0x7F, 7000 >> 7)))                        # 7000 while off
+    assert emu.positions[0] == 7000 and body.goals[-1][3] is False         # taken, not driven
+    assert emu.feed(bytes((0x90, 0))) == bytes((7000 & 0xFF, 7000 >> 8))   # the board answers on
+    emu.power_on()
+    assert body.goals[-1] == (0, 7000, 0.0, True, 0.0)                     # at once: no ramp
+    robot = load_robot("khr17-maestro")
+    p = Player(robot, open_driver("maestro", _NullPort()), row_names=[s.name for s in robot.servos])
+    assert p.probe_s is None                                               # no feedback to ask
+
+
+class _NullPort:
+    def write(self, data):
+        return len(data)
+
+    def read(self, n=1):
+        return b""

@@ -56,12 +56,17 @@ class Emulator:
         self._power_hooked = False
 
     BOOT_S = 0.0                  # power back -> answering (each emulator's own figure)
+    # the controller is powered apart from its servos (a Maestro on USB): it answers on while
+    # they are cut, and only the servos go limp
+    BOARD_APART = False
 
     # --- power ----------------------------------------------------------------------------------
     def answering(self, now_s=None):
         """True when the servos are powered and booted (they hear and answer the bus)."""
-        if not self.powered:
+        if not self.powered and not self.BOARD_APART:
             return False
+        if self.BOARD_APART:
+            return True
         now = self.clock() if now_s is None else now_s
         return self.boot_until_s is None or now >= self.boot_until_s
 
