@@ -138,8 +138,8 @@ def test_a_power_cycle_mid_play_is_found_said_and_the_robot_set_up_again_ramped(
     # RECOVER_EXTRA_S: the stream swings faster than the ramp); limits everywhere
     ramp_end = p._recover_end
     assert not p._recovering and restored_at + 0.5 <= ramp_end < tw.clock()
-    _check_limits_and_velocity(robot, sends, lambda t: robot.ramp_vel_dps if restored_at <= t < ramp_end else None,
-                               restored_at)
+    ramp = lambda t: robot.ramp_vel_dps if restored_at <= t < ramp_end else None
+    _check_limits_and_velocity(robot, sends, ramp, restored_at)
 
 
 @pytest.mark.parametrize("name", ["op3-dynamixel", "so101-feetech"])
@@ -217,7 +217,8 @@ def test_dynamixel_twin_silent_off_and_booting_ram_at_defaults_joint_limp():
     emu.power_on()
     t = emu.tables[1]
     # Goal Position: where the joint lay at the boot (the e-manual gives none: assumed)
-    assert struct.unpack_from("<i", t, dx.GOAL_POSITION)[0] == struct.unpack_from("<i", t, dx.PRESENT_POSITION)[0]
+    goal, present = (struct.unpack_from("<i", t, a)[0] for a in (dx.GOAL_POSITION, dx.PRESENT_POSITION))
+    assert goal == present
     tw.advance(emu.BOOT_S - 0.01)
     assert emu.feed(dx.ping(1)) == b""                      # still booting
     emu.feed(dx.write(1, dx.TORQUE_ENABLE, 1, 1))
@@ -283,3 +284,26 @@ class _NullPort:
 
     def read(self, n=1):
         return b""
+
+
+def test_lx16a_twin_silent_off_and_booting_back_unloaded_and_a_move_loads_it():
+    from device.servo import lx16a as lx
+
+    class Clock:
+        t = 0.0
+
+        def __call__(self):
+            return self.t
+    clk = Clock()
+    emu = make_emulator("lx16a", ids=(1, 2), clock=clk)
+    emu.feed(lx.move_time_write(1, 600, 100))
+    assert emu.loaded[1] and emu.feed(lx.read(1, lx.LOAD_OR_UNLOAD_READ))[5] == 1
+    emu.power_off()
+    assert emu.feed(lx.read(1, lx.POS_READ)) == b"" and not emu.loaded[1]
+    emu.power_on()
+    clk.t += emu.BOOT_S - 0.01
+    assert emu.feed(lx.read(1, lx.POS_READ)) == b""           # booting
+    clk.t += 0.02
+    assert emu.feed(lx.read(1, lx.LOAD_OR_UNLOAD_READ))[5] == 0
+    emu.feed(lx.move_time_write(1, 300, 20))
+    assert emu.loaded[1] and emu.positions[1] == 300          # loaded by the move: a snap

@@ -15,8 +15,9 @@ harder of the two readings: a host that streams goals to a servo that rebooted l
 
 A power cut (base.py: power_off/power_on, schedule_power_cut): while off and for BOOT_S after
 the power returns no servo answers or acts, each joint limp from the cut; back, the SRAM area
-(40 on) is at its power-up values (assumed: the vendor gives none): Torque Enable 0 (limp), Acceleration
-0, Goal Speed 0 (the maximum), Goal Position the present position (assumed); the EEPROM is kept.
+(40 on) is at its power-up values (assumed: the vendor gives none): Torque Enable 0 (limp),
+Acceleration 0, Goal Speed 0 (the maximum), Goal Position the present position; the EEPROM is
+kept.
 """
 
 from device.servo import feetech as ft
