@@ -307,3 +307,29 @@ def test_lx16a_twin_silent_off_and_booting_back_unloaded_and_a_move_loads_it():
     assert emu.feed(lx.read(1, lx.LOAD_OR_UNLOAD_READ))[5] == 0
     emu.feed(lx.move_time_write(1, 300, 20))
     assert emu.loaded[1] and emu.positions[1] == 300          # loaded by the move: a snap
+
+
+def test_the_live_robot_end_finds_the_cut_and_says_so_in_its_summary():
+    """The follower's LinkBridge drives the same Player: the cut is found, nothing sent while
+    it lasts, the robot set up again, and the summary counts both."""
+    from device.servo.bridge import LinkBridge
+    from protocol import linkheader as lh, packets as pk
+    robot, tw, emu, rig_player, sends, notes = _rig("so101-feetech", body=False)
+    br = LinkBridge(robot, rig_player.driver, clock=tw.clock)      # (its own Player, same driver)
+    enc = pk.Encoder(clock_us=lambda: int(tw.clock() * 1e6))
+    names = [s.name for s in robot.servos]
+    br.feed(b"".join(enc.header(lh.encode([(n, -90.0, 90.0) for n in names], 8, 50.0))))
+    br.player.notify = notes.append
+    emu.schedule_power_cut(0.5, 1.0)
+    k = 0
+    while tw.clock() < 3.0:
+        tw.advance(0.02)
+        k += 1
+        br.feed(enc.frame([128 + int(20 * math.sin(k / 10.0))] * len(names)))
+        br.poll()
+    s = br.summary()
+    assert s["power_lost"] == 1 and s["power_restored"] == 1 and not br.player.power_lost
+    lost, back = br.player.power_lost_at, [t for t, _ in sends if t > br.player.power_lost_at][0]
+    assert 0.5 <= lost <= 0.5 + br.player.probe_s + 0.08 and back >= 1.0 + emu.BOOT_S
+    assert all(emu.tables[i][ft.TORQUE_ENABLE] == 1 for i in emu.tables)
+    _check_limits_and_velocity(robot, sends)

@@ -24,7 +24,7 @@ off stays off through any later failsafe until a frame comes.
 A robot whose servos lose their power (a battery swapped with the USB adapter plugged in, a
 loose lead, a brownout: servos at stall sag the battery until they reset) comes back limp with
 its RAM at defaults, and sync writes have no replies to say so. With a driver that can read
-Torque Enable (Dynamixel, Feetech: read_torque_enabled) the player asks one servo (in turn)
+Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled) the player asks one servo (in turn)
 every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what the line leaves beside the
 frames): no answer twice, or torque off when it should be on, is a power loss, found within
 probe_s plus two read timeouts of the cut (plus the command it waits for). It is said once
@@ -453,7 +453,9 @@ class Player:
         """Run an engaged failsafe to its end (a home move, a torque off the line had no room
         for), one step a period on the player's clock and sleep; at most timeout_s."""
         end = self.clock() + timeout_s
-        while self.in_failsafe and (self._homing or self._torque_pending) and self.clock() < end:
+        # (servos without power: no home move to run, nothing to wait for)
+        while self.in_failsafe and (self._homing or self._torque_pending) and not self.power_lost \
+                and self.clock() < end:
             self._sleep_until(self.clock() + self.period_s)
             self.poll()
 
