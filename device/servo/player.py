@@ -24,9 +24,9 @@ off stays off through any later failsafe until a frame comes.
 A robot whose servos lose their power (a battery swapped with the USB adapter plugged in, a
 loose lead, a brownout: servos at stall sag the battery until they reset) comes back limp with
 its RAM at defaults, and sync writes have no replies to say so. With a driver that can read
-Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled) the player asks one servo (in turn)
-every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what the line leaves beside the
-frames): no answer twice, or torque off when it should be on, is a power loss, found within
+Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled) the player
+asks one servo (in turn) every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what
+the line leaves beside the frames): no answer twice, or torque off when it should be on, is a power loss, found within
 probe_s plus two read timeouts of the cut (plus the command it waits for). It is said once
 (notify: a line on stderr), counted (stats power_lost), and nothing more is sent: a goal sent
 to a rebooted Feetech would snap it on at full speed. Every probe_s after, while it is off, a
