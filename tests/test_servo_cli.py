@@ -36,8 +36,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert main(["play", str(CLIP), "--port", "loop://", "--robot", "khr17-maestro", "--controller", "x"]) == 2
 
 
-def _emulator(controller, log):
-    p = subprocess.Popen([sys.executable, "-m", "host.cli", "emulate", controller, "--log", str(log)],
+def _emulator(controller, log, *more):
+    p = subprocess.Popen([sys.executable, "-m", "host.cli", "emulate", controller, "--log", str(log)] + list(more),
                          cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     path = p.stdout.readline().strip()
     assert path.startswith("/dev/"), p.stderr.read()
@@ -69,6 +69,31 @@ def test_play_bvh_on_emulated_dynamixel(tmp_path, capsys):
     knee = [r.split(",") for r in rows[1:] if r.split(",")[1] == "13"]
     units = [int(r[2]) for r in knee if r[2] not in ("None", "")]
     assert all(0 <= u <= 4095 for u in units)
+
+
+@pytest.mark.skipif(not CLIP.exists(), reason="CMU clip not found at ../shared/data/bvh/131_01.bvh")
+def test_play_through_a_power_cut_of_the_emulated_dynamixels(tmp_path, capsys):
+    """`motionstaff play` on a real pty whose servos lose their power 1.5 s in, back 1 s later:
+    the summary says it was lost and restored, and the emulator heard no goal while it was off
+    (margins of seconds either side: the cut is on the emulator's clock, play starts after it)."""
+    robot = json.loads((REPO / "device" / "servo" / "robots" / "op3-dynamixel.json").read_text())
+    robot["ramp"]["max_vel_dps"] = 2000.0
+    rp = tmp_path / "op3.json"
+    rp.write_text(json.dumps(robot))
+    proc, path = _emulator("dynamixel", tmp_path / "t.csv", "--power-cut", "1.5:1.0")
+    try:
+        rc = main(["play", str(CLIP), "--port", path, "--robot", str(rp), "--from", "1", "--to", "6",
+                   "--no-progress", "--json", "--mapping", "cmu"])
+        out = capsys.readouterr()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert rc == 0, out
+    s = json.loads(out.out.strip().splitlines()[-1])
+    assert s["power_lost"] == 1 and s["power_restored"] == 1 and not s["power_off_at_end"], s
+    assert "power looks cut" in out.err and "answer again" in out.err
+    assert "1 power cut(s)" in err
+    assert main(["emulate", "dynamixel", "--power-cut", "soon"]) == 2
 
 
 def test_emulate_json_log_on_sigterm(tmp_path):

@@ -6,6 +6,7 @@
     bus = dx.Dynamixel(port); bus.start(servos); bus.send_positions([(1, 2048), (2, 1024)])
     bus.set_watchdog(0.1)          # Bus Watchdog (98), 20 ms units: stops the servos itself
     bus.read_position(1)           # a reply waited for the SDK's packet timeout (34 ms at 1 Mbaud)
+    bus.read_torque_enabled(1)     # 1; 0 after a power cut (RAM at defaults); None: no answer
 
 CRC-16/BUYPASS over the stuffed packet; FF FF FD inside the packet goes out as FF FF FD FD
 (the Python SDK forgets this; we follow the C++ SDK). Status packets are parsed and checked.
@@ -158,6 +159,11 @@ class Dynamixel(Driver):
     UNITS = "units"
     HAS_WATCHDOG = True
     BAUD = 57600
+    RETURN_DELAY_S = 0.0005         # Return Delay Time (9) default: 250 x 2 us
+
+    def probe_bytes(self):
+        """(request, reply) bytes of the player's power probe (read_torque_enabled)."""
+        return len(read(1, TORQUE_ENABLE, 1)), len(status(1, 0, b"\x00"))
 
     def __init__(self, port, echo=False):
         Driver.__init__(self, port, echo)
@@ -238,17 +244,28 @@ class Dynamixel(Driver):
             self.end_deadline()
         return seen, r
 
-    def read_position(self, sid):
+    def _read_value(self, sid, address, size):
+        """The size bytes at address of servo sid, or None (no answer, a bad reply)."""
         try:
             self.flush_input()
         except OSError:
             self.stats["errors"] += 1
             return None
-        self.write(read(sid, PRESENT_POSITION, 4))
-        _, r = self.read_status(sid, 4)
-        if r is None or r[0] != sid or len(r[2]) != 4:
+        self.write(read(sid, address, size))
+        _, r = self.read_status(sid, size)
+        if r is None or r[0] != sid or len(r[2]) != size:
             self.stats["errors"] += 1
             return None
         if r[1]:
             self.stats["errors"] += 1
-        return struct.unpack("<i", r[2])[0]
+        return r[2]
+
+    def read_position(self, sid):
+        r = self._read_value(sid, PRESENT_POSITION, 4)
+        return None if r is None else struct.unpack("<i", r)[0]
+
+    def read_torque_enabled(self, sid):
+        """Torque Enable (64) of servo sid: 1, 0 (a servo back from a power cut has its RAM at
+        the initial values: torque off), None (no answer: unpowered, booting, a reply lost)."""
+        r = self._read_value(sid, TORQUE_ENABLE, 1)
+        return None if r is None else r[0]

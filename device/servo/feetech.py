@@ -135,6 +135,11 @@ class Feetech(Driver):
     NAME = "feetech"
     UNITS = "units"
     BAUD = 1000000
+    RETURN_DELAY_S = 0.0005         # STS3215 Return Delay Time default: 250 x 2 us
+
+    def probe_bytes(self):
+        """(request, reply) bytes of the player's power probe (read_torque_enabled)."""
+        return len(read(1, TORQUE_ENABLE, 1)), len(status(1, 0, b"\x00"))
 
     def __init__(self, port, series="sts", echo=False):
         Driver.__init__(self, port, echo)
@@ -184,21 +189,32 @@ class Feetech(Driver):
             data = data[i:] + self.read_exact(i)
         return data
 
-    def read_position(self, sid):
+    def _read_value(self, sid, address, size):
+        """The size bytes at address of servo sid, or None (no answer, a bad reply)."""
         try:
             self.flush_input()
         except OSError:
             self.stats["errors"] += 1
             return None
-        self.write(read(sid, PRESENT_POSITION, 2))
+        self.write(read(sid, address, size))
         # scservo_sdk's txRxPacket: setPacketTimeout(data length + 6), one deadline for the
         # reply (34.08 ms at 1 Mbaud), not the port's timeout for every read that comes short
-        self.with_deadline(packet_timeout_s(2 + 6, self.port_baud()))
+        self.with_deadline(packet_timeout_s(size + 6, self.port_baud()))
         try:
-            r = parse_status(self._reply(2))
+            r = parse_status(self._reply(size))
         finally:
             self.end_deadline()
-        if r is None or r[0] != sid or len(r[2]) != 2:
+        if r is None or r[0] != sid or len(r[2]) != size:
             self.stats["errors"] += 1
             return None
-        return unword(r[2], self.series, self.series != "scs")
+        return r[2]
+
+    def read_position(self, sid):
+        r = self._read_value(sid, PRESENT_POSITION, 2)
+        return None if r is None else unword(r, self.series, self.series != "scs")
+
+    def read_torque_enabled(self, sid):
+        """Torque Enable (40) of servo sid: 1, 0 (back from a power cut: limp), or None (no
+        answer: unpowered, booting, a reply lost)."""
+        r = self._read_value(sid, TORQUE_ENABLE, 1)
+        return None if r is None else r[0]

@@ -17,12 +17,21 @@ adapter's latency timer (an FT232R's default is 16 ms; 1 ms when set low). A rob
 on the bus (the OP3's OpenCR board) also reads it once a frame: the read's request, reply and
 return delay share the same budget (imu_every says how often it fits). An I2C controller
 (PCA9685) is not a UART: its bus time is the I2C budget's, not this one's.
+
+A bus servo's player also asks, now and then, whether the servos still have power (a read of
+Torque Enable: device/servo/player.py); probe_budget says how often that read fits beside the
+frames (and the IMU's), at most every POWER_PROBE_S:
+
+    probe_budget(robot)        # {"probe_bytes": 26, "probe_ms": 0.76, "probe_every": 1, "probe_s": 0.1}
 """
 
 from protocol.errors import FormatError
 
 BITS_PER_BYTE = 10
 LINE_SHARE = 0.8
+# the power probe's period at most (s): a servo that lost its power is found within it (and
+# the read's timeout); a tenth of a second, against a robot that falls for about half a second
+POWER_PROBE_S = 0.1
 
 
 class _NullPort:
@@ -64,6 +73,32 @@ def imu_read(robot, baud, budget_ms, frame_ms):
         # the smallest N with frame_ms + ms / N <= budget_ms
         every = max(1, int(-(-ms // spare)))
     return {"imu_bytes": n, "imu_ms": ms, "imu_every": every}
+
+
+def probe_budget(robot, fps=None):
+    """{probe_bytes, probe_ms, probe_every, probe_s} of the player's power probe (request and
+    reply of read_torque_enabled, the reply's return delay) in what the frames (and the bus
+    IMU's reads) leave of LINE_SHARE of the period: once every probe_every frames, so every
+    probe_s = max(POWER_PROBE_S, probe_every periods); None without a probe (no feedback: a
+    PWM servo's controller, a UART-less one)."""
+    from device.servo.drivers import driver_class, driver_options
+    cls = driver_class(robot.controller)
+    if not hasattr(cls, "read_torque_enabled"):
+        return None
+    drv = cls(_NullPort(), **driver_options(robot.controller, robot.options))
+    req, rep = drv.probe_bytes()
+    b = line_budget(robot, fps)
+    # probe time = (request + reply) x 10 bits / baud + the reply's return delay
+    ms = 1000.0 * ((req + rep) * BITS_PER_BYTE / float(b["baud"]) + drv.RETURN_DELAY_S)
+    used = b["line_ms"]
+    if b.get("imu_every"):
+        used += b["imu_ms"] / b["imu_every"]
+    spare = b["share"] * b["period_ms"] - used
+    # the smallest N with used + ms / N <= the budget (None: not even one in a while fits)
+    every = max(1, int(-(-ms // spare))) if spare > 0 else None
+    period_s = b["period_ms"] / 1000.0
+    probe_s = POWER_PROBE_S if every is None else max(POWER_PROBE_S, every * period_s)
+    return {"probe_bytes": req + rep, "probe_ms": ms, "probe_every": every, "probe_s": probe_s}
 
 
 def line_budget(robot, fps=None):

@@ -28,6 +28,7 @@ VIN_READ = 27
 POS_READ = 28
 SERVO_OR_MOTOR_MODE_WRITE = 29
 LOAD_OR_UNLOAD_WRITE = 31
+LOAD_OR_UNLOAD_READ = 32
 
 
 def checksum(body):
@@ -95,6 +96,11 @@ class LX16A(Driver):
     NAME = "lx16a"
     UNITS = "units"
     BAUD = 115200
+    RETURN_DELAY_S = 0.0            # (the manual gives none)
+
+    def probe_bytes(self):
+        """(request, reply) bytes of the player's power probe (read_torque_enabled)."""
+        return len(read(1, LOAD_OR_UNLOAD_READ)), len(packet(1, LOAD_OR_UNLOAD_READ, b"\x00"))
 
     def __init__(self, port, echo=False, time_ms=0):
         Driver.__init__(self, port, echo)
@@ -125,6 +131,12 @@ class LX16A(Driver):
     def read_position(self, sid):
         p = self._ask(sid, POS_READ, 2)
         return None if p is None else struct.unpack("<h", p)[0]
+
+    def read_torque_enabled(self, sid):
+        """LOAD_OR_UNLOAD_READ of servo sid: 1 (loaded), 0 (unloaded: also a servo back from a
+        power cut), None (no answer)."""
+        p = self._ask(sid, LOAD_OR_UNLOAD_READ, 1)
+        return None if p is None else p[0]
 
     def read_vin_mv(self, sid):
         p = self._ask(sid, VIN_READ, 2)

@@ -20,23 +20,58 @@ asks the servo for more than its velocity limit in its own time. A clock that st
 as no time passing (the failsafe's timeout runs on from there). update() (a balance loop between
 frames) goes through the same limiter and sends nothing while a failsafe is engaged; a torque
 off stays off through any later failsafe until a frame comes.
+
+A robot whose servos lose their power (a battery swapped with the USB adapter plugged in, a
+loose lead, a brownout: servos at stall sag the battery until they reset) comes back limp with
+its RAM at defaults, and sync writes have no replies to say so. With a driver that can read
+Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled) the player
+asks one servo (in turn) every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what
+the line leaves beside the frames): no answer twice, or torque off when it should be on, is a power loss, found within
+probe_s plus two read timeouts of the cut (plus the command it waits for). It is said once
+(notify: a line on stderr), counted (stats power_lost), and nothing more is sent: a goal sent
+to a rebooted Feetech would snap it on at full speed. Every probe_s after, while it is off, a
+probe; when the servo answers and every servo's position reads, the robot is set up again
+(Driver.start: torque on, profile; the Bus Watchdog armed again with the next command), the
+limiter starts at the read positions and the stream is ramped to at ramp.max_vel_dps (never a
+jump), counted in power_restored. A PWM servo (Maestro, SSC-32, PCA9685) has no feedback:
+nothing can tell a cut; its power back, it jumps at full speed to the pulse still sent.
 """
 
+import sys
 import time
 
-from device.servo.limiter import Limiter
+from device.servo.limiter import Limiter, _finite
 
 # a gap between two commands longer than this share of the watchdog's timeout arms it again
 # (it trips at its 20 ms unit's rounding of the timeout; other packets on the bus may have fed it)
 REARM_GAP = 0.75
+# the ramp after a power cut lasts the first gap's time at ramp velocity and this much more
+RECOVER_EXTRA_S = 0.5
+
+
+def _probe_s(robot):
+    """The power probe's period (s) the robot's line allows (linebudget.probe_budget), or
+    POWER_PROBE_S for a robot that cannot say (a description without a controller)."""
+    from device.servo import linebudget
+    try:
+        b = linebudget.probe_budget(robot)
+    except Exception:
+        return linebudget.POWER_PROBE_S
+    return linebudget.POWER_PROBE_S if b is None else b["probe_s"]
+
+
+def _stderr(msg):
+    print(msg, file=sys.stderr)
 
 
 class Player:
-    def __init__(self, robot, driver, row_names=None, mapping=None, clock=None, sleep=None):
+    def __init__(self, robot, driver, row_names=None, mapping=None, clock=None, sleep=None,
+                 notify=None):
         self.robot = robot
         self.driver = driver
         self.clock = clock or time.monotonic
         self._sleep = sleep or time.sleep
+        self.notify = notify or _stderr       # one line: the power lost, the power back
         self.servos = robot.servos
         self.period_s = 1.0 / robot.rate_hz
         self.max_dt_s = 2.0 / robot.rate_hz
@@ -50,7 +85,18 @@ class Player:
         self.watchdog = False
         self.watchdog_s = None                # the controller's watchdog timeout as armed (s)
         self.stats = {"frames": 0, "sent": 0, "late": 0, "skipped": 0, "failsafes": 0,
-                      "send_errors": 0, "ramp_frames": 0}
+                      "send_errors": 0, "ramp_frames": 0, "power_probes": 0, "power_lost": 0,
+                      "power_restored": 0, "unpowered": 0}
+        # the power probe (read_torque_enabled: a bus servo's driver), one servo a probe
+        self._probe = getattr(driver, "read_torque_enabled", None)
+        self.probe_s = _probe_s(robot) if self._probe is not None else None
+        self.power_lost = False
+        self.power_lost_at = None             # the player's clock when the loss was found
+        self._last_probe = None
+        self._probe_k = 0
+        self._started = False
+        self._recovering = False              # ramping to the stream after the power came back
+        self._recover_end = None
         self.last_units = None
         self._last_hb_s = -1e9
         self._raw_prev = None
@@ -108,6 +154,7 @@ class Player:
             if self.watchdog and not isinstance(armed, bool):
                 self.watchdog_s = float(armed)
         self.last_frame_clock = self._last_cmd_clock = self._now()
+        self._started = True
 
     def _read_current(self):
         read = getattr(self.driver, "read_position", None)
@@ -138,9 +185,90 @@ class Player:
                 out[si] = None
         return out
 
-    def _command(self, targets_deg, vel_limit_dps=None):
-        # dt: wall time since the previous command went out (the first: one period)
+    # --- the servos' power --------------------------------------------------------------------
+    def _ask(self, sid):
+        """Torque Enable of servo sid: 1, 0 or None (no answer); OSError: the port failed (a
+        write timeout, its adapter unplugged: the bus, not the servos' power)."""
+        self.stats["power_probes"] += 1
+        return self._probe(sid)
+
+    def _power_ok(self):
+        """True when commands may go out: no probe due, or the servo asked has its torque on;
+        False while the power is off (found now, or before and not back yet)."""
+        if self._probe is None or not self._started or self._restart:
+            return True
+        if self.in_failsafe and getattr(self, "failsafe_action", None) == "torque_off":
+            return True                       # (the torque is off on purpose: nothing to ask)
         now = self._now()
+        if self._last_probe is not None and now - self._last_probe < self.probe_s:
+            return not self.power_lost
+        self._last_probe = now
+        sid = self.servos[self._probe_k % len(self.servos)].id
+        self._probe_k += 1
+        try:
+            if self.power_lost:
+                return self._power_back(sid)
+            r = self._ask(sid)
+            if r is None:
+                r = self._ask(sid)            # a reply lost on the line: asked once more at once
+        except OSError:
+            # a port that fails says nothing of the power: a send error, as a position's
+            self.stats["send_errors"] += 1
+            return not self.power_lost
+        if r:
+            return True
+        self.power_lost = True
+        self.power_lost_at = now
+        self.stats["power_lost"] += 1
+        self.notify("motionstaff: servo %d %s: the servos' power looks cut (limp, or rebooted with "
+                    "their settings lost); nothing is sent, asking every %g s"
+                    % (sid, "does not answer" if r is None else "reads torque off", self.probe_s))
+        return False
+
+    def _power_back(self, sid):
+        """The power may be back: servo sid answers and every position reads -> set up again
+        (Driver.start: torque on, profile; the watchdog with the next command), the limiter
+        at the read pose, the stream ramped to. True once done."""
+        if self._ask(sid) is None:
+            return False
+        cur = self._read_current()
+        if cur is None or any(v is None for v in cur):
+            return False                      # (some still booting: the next probe)
+        self.driver.start([(s.id, s) for s in self.servos])
+        self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
+        self._last_cmd_clock = self._now()
+        self._rearm = self.watchdog
+        self._recovering = True
+        self._recover_end = None
+        self.power_lost = False
+        self.stats["power_restored"] += 1
+        self.notify("motionstaff: the servos answer again after %.2f s: torque on, set up again, "
+                    "ramping from where they are at %g deg/s"
+                    % (self._now() - self.power_lost_at, self.robot.ramp_vel_dps))
+        return True
+
+    def _command(self, targets_deg, vel_limit_dps=None):
+        if not self._power_ok():
+            # the servos unpowered: nothing sent (the limiter holds; it starts again at the
+            # read pose when the power is back)
+            self.stats["unpowered"] += 1
+            return list(self.limiter.pos)
+        now = self._now()
+        if self._recovering:
+            # back from a power cut: from the read pose to the stream at the ramp velocity,
+            # until it is caught or for as long as the first gap takes at that velocity (and
+            # RECOVER_EXTRA_S: a stream moving away faster than the ramp is caught at the
+            # servos' own velocity limits then, not lagged behind for ever)
+            if self._recover_end is None:
+                gap = max([abs(t - q) for t, q in zip(targets_deg, self.limiter.pos)
+                           if _finite(t)] or [0.0])
+                self._recover_end = now + gap / self.robot.ramp_vel_dps + RECOVER_EXTRA_S
+            if now > self._recover_end:
+                self._recovering = False
+            else:
+                vel_limit_dps = self.robot.ramp_vel_dps if vel_limit_dps is None \
+                    else min(vel_limit_dps, self.robot.ramp_vel_dps)
+        # dt: wall time since the previous command went out (the first: one period)
         dt = now - self._last_cmd_clock
         self._last_cmd_clock = now
         if self.watchdog and (self._rearm or dt > REARM_GAP * (self.watchdog_s or self.robot.failsafe_timeout_s)):
@@ -156,6 +284,8 @@ class Player:
                 self._rearm = True
                 self.stats["send_errors"] += 1
         deg = self.limiter.step(targets_deg, dt, vel_limit_dps)
+        if self._recovering and self.limiter.at(targets_deg):
+            self._recovering = False
         cmds = [(s.id, s.to_units(d)) for s, d in zip(self.servos, deg)]
         try:
             self.driver.send_positions(cmds)
@@ -323,7 +453,9 @@ class Player:
         """Run an engaged failsafe to its end (a home move, a torque off the line had no room
         for), one step a period on the player's clock and sleep; at most timeout_s."""
         end = self.clock() + timeout_s
-        while self.in_failsafe and (self._homing or self._torque_pending) and self.clock() < end:
+        # (servos without power: no home move to run, nothing to wait for)
+        while self.in_failsafe and (self._homing or self._torque_pending) and not self.power_lost \
+                and self.clock() < end:
             self._sleep_until(self.clock() + self.period_s)
             self.poll()
 
@@ -402,5 +534,6 @@ class Player:
         s["limiter_clamped"] = self.limiter.clamped
         s["limiter_rate_limited"] = self.limiter.rate_limited
         s["limiter_invalid"] = self.limiter.invalid
+        s["power_off_at_end"] = self.power_lost
         s["driver"] = dict(self.driver.stats)
         return s

@@ -13,6 +13,8 @@ take their wire time, as on the hardware (device/servo/emulate/pty.py).
     motionstaff emulate pico --robot myrobot --log servos.csv   # the real firmware on an emulated RP2040
     motionstaff emulate maestro --robot khr17-maestro   # a Maestro whose channels' Min/Max are set
                                                         # for that robot (default: as it ships, 992-2000 us)
+    motionstaff emulate feetech --physics so101-feetech --power-cut 5:1.5   # the servos' power cut
+                                                        # 5 s in, back 1.5 s later (docs/robots.md)
 
 Serves until SIGINT/SIGTERM (SIGUSR1 writes the log at once), then writes the timeline (time, servo, position in controller
 units and in degrees; .csv or .json) and prints a one-line summary on stderr.
@@ -37,6 +39,9 @@ def add_arguments(p):
     p.add_argument("--line-baud", type=int, default=None,
                    help="pace the bus at this baud (each request and reply takes its wire time, "
                         "half duplex); default: the --physics robot's baud, else unpaced")
+    p.add_argument("--power-cut", metavar="AT_S[:FOR_S]", default=None,
+                   help="cut the servos' power AT_S seconds after start, back FOR_S later (none: "
+                        "it never returns); dynamixel, feetech, lx16a, maestro (docs/robots.md)")
     p.add_argument("--robot", help="pico: robot description (name or JSON) to make receiver.json from; "
                                    "maestro: each channel's Min/Max set to the robot's servo limits "
                                    "(as its owner sets them in Maestro Control Center; default: the "
@@ -74,6 +79,17 @@ def _run_pico(args):
     return 0
 
 
+def _power_cut(text):
+    """(at_s, for_s or None) of --power-cut AT_S[:FOR_S]."""
+    try:
+        parts = [float(x) for x in text.split(":")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (1, 2) or any(not (v >= 0 and v < 1e9) for v in parts):
+        raise ValueError("--power-cut %r: give AT_S or AT_S:FOR_S, seconds >= 0" % text)
+    return parts[0], (parts[1] if len(parts) == 2 else None)
+
+
 def run(args):
     from host.outpaths import check_output
     check_output(args.log, "--log")          # before serving: a session is never lost at exit
@@ -109,7 +125,13 @@ def run(args):
         imu = getattr(twin.rm.description, "imu", None)
         if imu and args.controller == "dynamixel":
             kw["imu_id"] = imu["id"]                    # the OP3's OpenCR board: the twin's IMU
+    cut = _power_cut(args.power_cut) if getattr(args, "power_cut", None) else None
+    if cut is not None and args.controller not in ("dynamixel", "feetech", "feetech-scs", "lx16a", "maestro"):
+        raise ValueError("--power-cut: the %s emulator has no power-cut model" % args.controller)
     emu = make_emulator(args.controller, **kw)
+    if cut is not None:
+        t0 = emu.clock()
+        emu.schedule_power_cut(t0 + cut[0], None if cut[1] is None else t0 + cut[0] + cut[1])
     stop = threading.Event()
 
     def handler(signum, frame):
@@ -144,8 +166,10 @@ def run(args):
         if args.log:
             emu.write_log(args.log)
         clamped = getattr(emu, "clamped", 0)
-        print("motionstaff emulate: %d commands, %d errors, %d bytes in%s%s"
+        print("motionstaff emulate: %d commands, %d errors, %d bytes in%s%s%s"
               % (emu.commands, emu.errors, srv.bytes_in,
+                 (", %d power cut(s), %d bytes unheard" % (emu.power_cuts, emu.bytes_unpowered))
+                 if emu.power_cuts else "",
                  (", %d targets cut to the channels' Min/Max" % clamped) if clamped else "",
                  (", log " + args.log) if args.log else ""), file=sys.stderr)
     return 0

@@ -141,13 +141,15 @@ def run(args):
         print("followed the link on %s: %d frames to %d servos of %s via %s [%s] (%d superseded "
               "by a newer one); %d headers, %d frames without one, %d of the wrong shape, %d "
               "header requests; failsafe engaged %d times; link errors %d, reopened %d; servo "
-              "bus lost %d, reopened %d; limiter clamped %d, rate-limited %d%s"
+              "bus lost %d, reopened %d; servo power lost %d, restored %d; limiter clamped %d, "
+              "rate-limited %d%s"
               % (args.link, summary["frames"], summary.get("servos_driven", 0), robot.name,
                  controller, summary["link_mapping"] or "row map", summary["superseded"],
                  summary["headers"], summary["no_header"], summary["wrong_rows"],
                  summary["requests"], summary["failsafe_engaged"], summary["link_errors"],
                  summary["reopens"], summary.get("servo_bus_lost", 0),
-                 summary.get("servo_bus_reopened", 0), summary.get("limiter_clamped", 0),
+                 summary.get("servo_bus_reopened", 0), summary.get("power_lost", 0),
+                 summary.get("power_restored", 0), summary.get("limiter_clamped", 0),
                  summary.get("limiter_rate_limited", 0), " (interrupted)" if interrupted else ""))
     return 130 if interrupted else 0
 

@@ -216,5 +216,9 @@ def run(args):
                     summary["feedback"]["frames"], summary["feedback"]["imu_missed"],
                     summary["feedback"]["max_ankle_deg"]) if fb is not None else "")
               + ("; OSC/VMC: %d datagram(s) dropped (send buffer full)" % summary["stream_dropped"]
-                 if summary.get("stream_dropped") else ""))
+                 if summary.get("stream_dropped") else "")
+              + ("; servo power lost %d time(s), restored %d%s (%d commands not sent)"
+                 % (summary["power_lost"], summary["power_restored"],
+                    ", still off at the end" if summary["power_off_at_end"] else "",
+                    summary["unpowered"]) if summary.get("power_lost") else ""))
     return 130 if interrupted else 0

@@ -20,6 +20,17 @@ ping, read and its share of a sync read with the body's IMU in its registers.
 With a body (base.py): Goal Position, Torque Enable, Profile Velocity/Acceleration and the
 Position P/D Gains go to it; Present Position, Present Velocity, Present Current and Moving
 are read from it before each read reply.
+
+A power cut (base.py: power_off/power_on, schedule_power_cut): while off and for BOOT_S after
+the power returns no servo answers or acts (an OpenCR board on the bus is as silent; its own
+power-up, the IMU's calibration, is not replayed); each servo's joint goes limp at the cut. Back, the RAM area is at the e-manual's initial values
+(XM430-W350 control table, ROBOTIS-GIT/emanual docs/en/dxl/x/xm430-w350.md: "Initial Values in
+the RAM area are restored when the DYNAMIXEL is turned on"; ROBOTIS on DynamixelSDK issue 282:
+a power cycle resets the control table, the servo does not move until set up again): Torque
+Enable 0, Bus Watchdog 0 (a tripped one cleared), Profile Acceleration/Velocity 0, Hardware
+Error Status 0, the gains at their defaults; the EEPROM (below 64) is kept. Goal Position has no
+initial value in the e-manual ("-"): the twin takes the present position (assumed), so a torque
+on after the boot holds where the joint lies.
 """
 
 import struct
@@ -51,9 +62,21 @@ GOAL_VALUES = (100, 108)            # Goal PWM 100 .. Goal Position 116 + 4 (Pro
 GOAL_POSITION_END = 120             # are not Goal values: writable while tripped)
 
 
+# power back -> answering: assumed 0.5 s. The e-manual gives no figure; an XC330 is silent
+# about 0.4 s after a REBOOT (a user's measurement, ROBOTIS-GIT/emanual issue 1698), rounded up
+BOOT_S = 0.5
+# the RAM area's initial values (XM430-W350 control table): address -> (size, value)
+RAM_DEFAULTS = {dx.TORQUE_ENABLE: (1, 0), 65: (1, 0), 68: (1, 2), 69: (1, 0), 70: (1, 0),
+                76: (2, 1920), 78: (2, 100), POSITION_D_GAIN: (2, 0), 82: (2, 0),
+                POSITION_P_GAIN: (2, 800), 88: (2, 0), 90: (2, 0), dx.BUS_WATCHDOG: (1, 0),
+                dx.PROFILE_ACCELERATION: (4, 0), dx.PROFILE_VELOCITY: (4, 0), MOVING: (1, 0),
+                123: (1, 0)}
+
+
 class DynamixelEmulator(Emulator):
     NAME = "dynamixel"
     UNITS = "units"
+    BOOT_S = BOOT_S
 
     def __init__(self, ids=tuple(range(1, 21)), clock=None, body=None, imu_id=None):
         Emulator.__init__(self, clock, deg_per_unit=360.0 / 4096, centre=2048, body=body)
@@ -251,6 +274,26 @@ class DynamixelEmulator(Emulator):
         detach = getattr(self.body, "detach_sensor", None)
         if detach is not None:
             detach(self._watch_step)
+        Emulator.close(self)
+
+    def _lose_power(self):
+        """Every servo unpowered: its joint limp (the motor driver off), no watchdog left."""
+        self._limp_all(dx.TORQUE_ENABLE)
+        self.watchdog_tripped.clear()
+        self._arm_state()
+
+    def _boot(self):
+        """The power back: every servo's RAM area at its initial values, Goal Position at
+        the present position (the joint where it fell), torque off."""
+        for s, t in self.tables.items():
+            self._sense(s)
+            for addr, (size, value) in RAM_DEFAULTS.items():
+                t[addr:addr + size] = value.to_bytes(size, "little")
+            t[dx.GOAL_POSITION:dx.GOAL_POSITION + 4] = t[dx.PRESENT_POSITION:dx.PRESENT_POSITION + 4]
+            if self.body is not None:
+                self._drive(s)
+        self.watchdog_tripped.clear()
+        self._arm_state()
 
     def _arm_state(self):
         """The shortest timeout armed (98 in 1..127, torque on, not tripped), in seconds."""
@@ -295,6 +338,7 @@ class DynamixelEmulator(Emulator):
         servos with torque on and a watchdog set stop when the bus was silent longer than their
         setting."""
         with self.lock:
+            self._power_due(self.clock())
             self._trip_due(self.clock())
             self.changed.notify_all()
 

@@ -7,6 +7,17 @@ sync read, status replies (not to broadcasts), torque enable, sign-magnitude goa
 With a body (base.py): Goal Position, Torque Enable, Goal Speed (steps/s, 0 = the servo's
 maximum), Acceleration (100 steps/s^2, 0 = none) and the P/D coefficients (21/22) go to it;
 Present Position, Speed, Load and Moving are read from it before each read reply.
+
+On STS a Goal Position write turns the torque on (a torque-off servo takes the goal and moves
+there, at Goal Speed, 0 = its maximum): as the community's STS3215 notes have it (a Goal
+Position write "automatically enables torque"; the vendor's memory table does not say), the
+harder of the two readings: a host that streams goals to a servo that rebooted limp snaps it on.
+
+A power cut (base.py: power_off/power_on, schedule_power_cut): while off and for BOOT_S after
+the power returns no servo answers or acts, each joint limp from the cut; back, the SRAM area
+(40 on) is at its power-up values (assumed: the vendor gives none): Torque Enable 0 (limp),
+Acceleration 0, Goal Speed 0 (the maximum), Goal Position the present position; the EEPROM is
+kept.
 """
 
 from device.servo import feetech as ft
@@ -19,11 +30,15 @@ PRESENT_SPEED = 58
 PRESENT_LOAD = 60
 MOVING = 66
 ACC_UNIT = 100.0                    # steps/s^2 per Acceleration unit (STS)
+# power back -> answering: assumed, as the Dynamixel's 0.5 s (Feetech gives no figure)
+BOOT_S = 0.5
+GOAL_TIME = 44
 
 
 class FeetechEmulator(Emulator):
     NAME = "feetech"
     UNITS = "units"
+    BOOT_S = BOOT_S
 
     def __init__(self, ids=tuple(range(1, 21)), series="sts", clock=None, body=None):
         per = 360.0 / 4096 if series != "scs" else 300.0 / 1024
@@ -82,6 +97,10 @@ class FeetechEmulator(Emulator):
     def _write(self, sid, addr, data):
         t = self.tables[sid]
         t[addr:addr + len(data)] = data
+        end = addr + len(data)
+        if self.signed and addr <= ft.GOAL_POSITION and end >= ft.GOAL_POSITION + 2 \
+                and not addr <= ft.TORQUE_ENABLE < end:
+            t[ft.TORQUE_ENABLE] = 1             # STS: a goal turns the torque on
         if addr <= ft.TORQUE_ENABLE < addr + len(data) and t[ft.TORQUE_ENABLE] == 0:
             self.record(sid, None)
         if addr <= ft.GOAL_POSITION and addr + len(data) >= ft.GOAL_POSITION + 2:
@@ -101,6 +120,23 @@ class FeetechEmulator(Emulator):
         acc = t[ft.ACCELERATION] * ACC_UNIT
         self.body.set_goal(sid, goal, float(speed), bool(t[ft.TORQUE_ENABLE]), acc,
                            t[P_COEF], t[D_COEF])
+
+    def _lose_power(self):
+        """Every servo unpowered: its joint limp (the motor driver off)."""
+        self.pending.clear()
+        self._limp_all(ft.TORQUE_ENABLE)
+
+    def _boot(self):
+        """The power back: torque off, Acceleration, Goal Time and Goal Speed 0, Goal Position
+        at the present position (the joint where it fell)."""
+        for s, t in self.tables.items():
+            self._sense(s)
+            t[ft.TORQUE_ENABLE] = 0
+            t[ft.ACCELERATION] = 0
+            t[GOAL_TIME:ft.GOAL_SPEED + 2] = bytes(4)
+            t[ft.GOAL_POSITION:ft.GOAL_POSITION + 2] = t[ft.PRESENT_POSITION:ft.PRESENT_POSITION + 2]
+            if self.body is not None:
+                self._drive(s)
 
     def _sense(self, sid):
         r = self.body_state(sid)

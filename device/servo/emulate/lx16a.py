@@ -3,6 +3,11 @@
 
     emu = LX16AEmulator(ids=(1, 2, 3)); emu.feed(bytes.fromhex("55 55 01 07 01 F4 01 00 00 01"))
     emu.positions[1] == 500;  emu.loaded[1] is True
+
+A power cut (base.py: power_off/power_on, schedule_power_cut): silent while off and for BOOT_S
+(assumed 0.5 s: no figure found) after; back, every motor unloaded (LOAD_OR_UNLOAD 0: assumed,
+Hiwonder's protocol document's default as remembered, not checked here) and no move armed; a MOVE_TIME_WRITE loads it again (as here before: a goal
+streamed to a servo that rebooted drives it there in the move's time).
 """
 
 import struct
@@ -14,6 +19,7 @@ from device.servo.emulate.base import Emulator
 class LX16AEmulator(Emulator):
     NAME = "lx16a"
     UNITS = "units"
+    BOOT_S = 0.5
 
     def __init__(self, ids=tuple(range(1, 21)), echo=False, clock=None):
         Emulator.__init__(self, clock, deg_per_unit=0.24, centre=500)
@@ -74,6 +80,13 @@ class LX16AEmulator(Emulator):
                 reply += self._read(s, cmd)
         return reply
 
+    def _lose_power(self):
+        for s in sorted(self.ids):
+            if self.loaded.get(s):
+                self.record(s, None)
+            self.loaded[s] = False
+        self.armed.clear()
+
     def _read(self, s, cmd):
         if cmd == lx.POS_READ:
             return lx.packet(s, cmd, struct.pack("<h", self.positions.get(s) or 0))
@@ -83,6 +96,8 @@ class LX16AEmulator(Emulator):
             return lx.packet(s, cmd, bytes((self.temp_c,)))
         if cmd == lx.ID_READ:
             return lx.packet(s, cmd, bytes((s,)))
+        if cmd == lx.LOAD_OR_UNLOAD_READ:
+            return lx.packet(s, cmd, bytes((1 if self.loaded.get(s) else 0,)))
         return b""
 
     def to_deg(self, servo, units):

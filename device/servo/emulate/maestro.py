@@ -17,6 +17,14 @@ With a body (base.py): each channel's target pulse (qus; 0 = off), speed (0.25 u
 and acceleration (0.25 us per 10 ms per 80 ms) go to it; the body ramps the pulse as the
 Maestro does, and Get Position / Get Moving State answer from that ramped pulse (a hobby
 servo has no feedback: that is all a Maestro knows).
+
+A power cut of the servos' supply (base.py: power_off/power_on, schedule_power_cut; the
+Maestro itself on USB, answering on): every servo goes limp in the body, and the Maestro, which
+cannot tell, keeps its targets (and its serial timeout). The power back, a hobby servo has no
+state to restore: it drives at once, at its motor's full speed, to the pulse the Maestro sends
+(taken as the channel's target: its speed ramp run out meanwhile, the harder case), whatever
+the Maestro's speed and acceleration settings: the jump a PWM robot makes, and nothing the
+host can see (no feedback; Get Position is the Maestro's own pulse).
 """
 
 from protocol.crc import crc7_pololu
@@ -40,6 +48,7 @@ def _first_command_byte(b, start, end):
 class MaestroEmulator(Emulator):
     NAME = "maestro"
     UNITS = "qus"
+    BOARD_APART = True
 
     def __init__(self, channels=24, crc=False, device=12, serial_timeout_s=0.0, home=None, clock=None,
                  body=None, limits_qus=None):
@@ -125,9 +134,24 @@ class MaestroEmulator(Emulator):
         Emulator.record(self, servo, units)
         self._drive(servo)
 
+    def _lose_power(self):
+        """The servos' supply cut: every channel's servo limp (the Maestro still pulses)."""
+        if self.body is not None:
+            for ch, target in self.positions.items():
+                self.body.set_goal(ch, target or 0, 0.0, False)
+
+    def _boot(self):
+        """The supply back: each servo at once, unramped, to the pulse the Maestro sends."""
+        if self.body is not None:
+            for ch, target in self.positions.items():
+                if target:
+                    self.body.set_goal(ch, target, 0.0, True, 0.0)
+
     def _drive(self, ch):
         if self.body is None or ch not in self.positions:
             return
+        if not self.powered:
+            return                      # (the target kept: the servo limp until the power)
         target = self.positions[ch]
         # speed unit 0.25 us / 10 ms = 100 qus/s; acceleration unit 1 qus / 10 ms / 80 ms
         self.body.set_goal(ch, target, self.speed.get(ch, 0) * 100.0, target != 0,
