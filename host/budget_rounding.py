@@ -42,6 +42,8 @@ from host.staff import decode, encode
 SWEEPS = 4                    # passes over the rows (a fifth changes under 0.5% of the codes)
 MIN_RESIDUAL_CODES = 1        # a code moves only where |second difference| >= this (0: 6% larger files)
 CHUNK_FRAMES = 1024           # frames whose Jacobian is held at once
+AIM_MARGIN = 0.98             # with an aim: points pushed under 0.98 of it (the linearisation's slack)
+AIM_WEIGHT = 1e6              # with an aim: a point over it outweighs any sum |E|^8 of a frame near it
 
 
 def _movable(codes):
@@ -57,8 +59,23 @@ def _movable(codes):
     return near >= MIN_RESIDUAL_CODES
 
 
-def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm):
-    """The codes of frames v (rows, f) after the sweeps; codes, alt: rounded and other codes."""
+def _cost(n2):
+    # sum over a frame's links and points of |E|^8 (n2 = |E|^2)
+    return (n2 ** 4).sum(axis=(1, 2))
+
+
+def _aimed_cost(aim2):
+    """The frame's points over the aim (a square), then its sum |E|^8 (in units of the aim,
+    below 1 point's worth unless the frame is far over it)."""
+    def cost(n2):
+        over = (n2 > aim2).sum(axis=(1, 2))
+        return over * AIM_WEIGHT + ((n2 / aim2) ** 4).sum(axis=(1, 2))
+    return cost
+
+
+def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm, aim_mm=None):
+    """The codes of frames v (rows, f) after the sweeps; codes, alt: rounded and other codes;
+    aim_mm: first fewer points over it, then the sum |E|^8 (None: the sum alone)."""
     K, F = v.shape
     J = point_jacobian(sk, v, shell_mm, dtype=np.float64)
     err = lo[:, None] + codes * step[:, None] - v
@@ -66,6 +83,7 @@ def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm):
     for (idx, jk), e in zip(J, err):
         E[:, idx] += jk * e[:, None, None, None]
     cap = np.sqrt((E * E).sum(axis=-1)).max(axis=(1, 2))        # each frame's largest error
+    cost = _cost if aim_mm is None else _aimed_cost((aim_mm * AIM_MARGIN) ** 2)
     for _ in range(SWEEPS):
         for k in range(K):
             if step[k] <= 0 or not movable[k].any():
@@ -77,7 +95,7 @@ def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm):
             n_old = (old * old).sum(axis=-1)
             n_new = (new * new).sum(axis=-1)
             # sum |E|^8 over the links it moves, and the frame's cap
-            better = ((n_new ** 4).sum(axis=(1, 2)) < (n_old ** 4).sum(axis=(1, 2))) & movable[k]
+            better = (cost(n_new) < cost(n_old)) & movable[k]
             better &= np.sqrt(n_new.max(axis=(1, 2))) <= cap
             if better.any():
                 old[better] = new[better]
@@ -86,10 +104,12 @@ def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm):
     return codes
 
 
-def joint_codes(sk, values, lo, hi, bits, max_error_mm=None, shell_mm=SHELL_MM):
+def joint_codes(sk, values, lo, hi, bits, max_error_mm=None, shell_mm=SHELL_MM, aim_mm=None):
     """(rows, frames) codes (uint8/uint16) chosen per frame as above, or None when no code moved.
     values: the skeleton's dofs in order, finite; max_error_mm: frames over it (exact forward
-    kinematics) keep the rounded codes (None: each frame no worse than rounding)."""
+    kinematics) keep the rounded codes (None: each frame no worse than rounding); aim_mm: the
+    sweeps first lower the number of points over it (ACL's threshold, whose 99th percentile is
+    what ACL reports), then the sum |E|^8, the caps the same."""
     v = np.asarray(values, dtype=np.float64)
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
@@ -106,7 +126,7 @@ def joint_codes(sk, values, lo, hi, bits, max_error_mm=None, shell_mm=SHELL_MM):
     for f in range(0, v.shape[1], CHUNK_FRAMES):
         s = slice(f, f + CHUNK_FRAMES)
         codes[:, s] = _chunk(sk, v[:, s], lo, hi, step, codes[:, s].copy(), alt[:, s].copy(), movable[:, s],
-                             shell_mm)
+                             shell_mm, aim_mm)
     if (codes == c0).all():
         return None
     dtype = rounded.dtype

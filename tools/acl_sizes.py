@@ -26,6 +26,8 @@ def main(argv=None):
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bvh"))
     ap.add_argument("--effort", type=int, default=2)
     ap.add_argument("--set", action="append", default=[], metavar="module.NAME=value")
+    ap.add_argument("--no-aim", action="store_true", help="the joint codes not aimed at 0.1 mm (before session 16)")
+    ap.add_argument("--digits", type=int, default=3, help="significant digits of the budget searched (2 before session 16)")
     args = ap.parse_args(argv)
     for s in args.set:
         name, _, value = s.partition("=")
@@ -41,7 +43,8 @@ def main(argv=None):
         print("no such clip: %s" % ", ".join(missing), file=sys.stderr)
         return 2
     total = 0
-    for r in acl_rows(clips, args.effort, bound="measured", measured=True):
+    for r in acl_rows(clips, args.effort, bound="measured", measured=True, aim=not args.no_aim,
+                      digits=args.digits):
         total += r["png"]
         print("%s  E %g  PNG %d  header %d  p99 %.5f cm  max %.5f cm" % (
             r["clip"], r["budget"], r["png"], r["hdr"], r["p99_cm"], r["max_cm"]), flush=True)
