@@ -4,6 +4,7 @@ largest --max-error-mm whose measured 99th percentile is within 0.01 cm) on the 
     PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py 131_01.bvh            # one clip, a quick loop
     PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py                       # the 4 CMU clips, and their total
     PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py --set host.budget_rounding.MIN_RESIDUAL_CODES=3
+    PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py --no-aim --digits 2   # the search before session 16
 
 --set module.NAME=value patches a module constant first (to try a lever without editing it).
 Prints per clip the PNG bytes, header bytes, the budget found, the measured p99 and max (cm).
