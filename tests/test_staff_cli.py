@@ -50,6 +50,7 @@ def test_default_and_budget_convert_state_their_bound(capsys, tmp_path):
     (["--aim-mm", "0.1"], "--aim-mm needs --max-error-mm"),
     (["--max-error-mm", "5", "--bound", "chain", "--aim-mm", "0.1"], "--aim-mm needs --max-error-mm"),
     (["--max-error-mm", "5", "--aim-mm", "-1"], "--aim-mm must be a positive number"),
+    (["--max-error-mm", "5", "--aim-p99"], "--aim-p99 needs --aim-mm"),
 ])
 def test_bad_budget_is_one_line_exit_2(capsys, tmp_path, args, message):
     code, out, err = run(capsys, "convert", CLIP, tmp_path / "x.png", *args)
