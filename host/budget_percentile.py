@@ -11,8 +11,8 @@ cost the most bits first (sum over frames of log2(1 + |second difference| / step
 grid step at or above g times its own (g = 2^(1/4), then 2^(1/8)); the joint codes are chosen
 again and the trial kept where exact forward kinematics of the decoded clip has its 99th
 percentile within the aim and every point within E (the bound the file states). On CMU 131_01
-at 24 fps at 0.227 mm: 25 rows coarser, 14,047 -> 13,894 bytes, p99 0.0979 -> 0.1000 mm (64 s,
-one-off). A trial costs a choice of codes and a forward kinematics: about half a second a
+at 24 fps at 0.227 mm: 14,047 -> 13,912 bytes, p99 0.0979 -> 0.1000 mm (about a minute;
+tools/acl_sizes.py); the 4 CMU clips at ACL's reporting 58,657 -> 58,151 bytes. A trial costs a choice of codes and a forward kinematics: about half a second a
 200-frame clip of 96 rows, ROUNDS passes per factor at most.
 """
 

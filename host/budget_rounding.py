@@ -29,6 +29,11 @@ moving, 0.0796 / 0.0763 / 0.0755 mm at 3 / 2 / 1, the file 14,904 / 14,905 / 14,
 budget of 0.2 mm (2) or 0.21-0.22 mm (1) instead of 0.16-0.17: the 4 clips' files 62,147 ->
 60,230 (2) or 59,969 bytes (1; tools/acl_sizes.py, one-off).
 
+With an aim (aim_mm, `convert --aim-mm A`) the sweeps compare first the number of the frame's
+points over 0.98 A, then the sum |E|^8, and THIRD_SWEEPS passes then offer the code on the
+rounded code's far side: ACL's reporting (p99 within 0.01 cm) on the 4 CMU clips 59,381 ->
+58,657 bytes at budgets 0.227-0.234 mm instead of 0.207-0.218 (benchmarks/compression.py).
+
 Exact forward kinematics then checks every frame: one over the budget (the linearisation off)
 keeps its rounded codes.
 """
