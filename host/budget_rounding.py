@@ -29,6 +29,11 @@ moving, 0.0796 / 0.0763 / 0.0755 mm at 3 / 2 / 1, the file 14,904 / 14,905 / 14,
 budget of 0.2 mm (2) or 0.21-0.22 mm (1) instead of 0.16-0.17: the 4 clips' files 62,147 ->
 60,230 (2) or 59,969 bytes (1; tools/acl_sizes.py, one-off).
 
+With an aim (aim_mm, `convert --aim-mm A`) the sweeps compare first the number of the frame's
+points over 0.98 A, then the sum |E|^8, and THIRD_SWEEPS passes then offer the code on the
+rounded code's far side: ACL's reporting (p99 within 0.01 cm) on the 4 CMU clips 59,381 ->
+58,657 bytes at budgets 0.227-0.234 mm instead of 0.207-0.218 (benchmarks/compression.py).
+
 Exact forward kinematics then checks every frame: one over the budget (the linearisation off)
 keeps its rounded codes.
 """
@@ -42,6 +47,10 @@ from host.staff import decode, encode
 SWEEPS = 4                    # passes over the rows (a fifth changes under 0.5% of the codes)
 MIN_RESIDUAL_CODES = 1        # a code moves only where |second difference| >= this (0: 6% larger files)
 CHUNK_FRAMES = 1024           # frames whose Jacobian is held at once
+AIM_MARGIN = 0.98             # with an aim: points pushed under 0.98 of it (the linearisation's slack)
+THIRD_SWEEPS = 2              # with an aim: passes offering the code beyond the rounded one (the
+                              # value's far side, 1.5 steps off at most): points over the aim 0.96 -> 0.64%
+AIM_WEIGHT = 1e6              # with an aim: a point over it outweighs any sum |E|^8 of a frame near it
 
 
 def _movable(codes):
@@ -57,15 +66,33 @@ def _movable(codes):
     return near >= MIN_RESIDUAL_CODES
 
 
-def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm):
-    """The codes of frames v (rows, f) after the sweeps; codes, alt: rounded and other codes."""
+def _cost(n2):
+    # sum over a frame's links and points of |E|^8 (n2 = |E|^2)
+    return (n2 ** 4).sum(axis=(1, 2))
+
+
+def _aimed_cost(aim2):
+    """The frame's points over the aim (a square), then its sum |E|^8 (in units of the aim,
+    below 1 point's worth unless the frame is far over it)."""
+    def cost(n2):
+        over = (n2 > aim2).sum(axis=(1, 2))
+        return over * AIM_WEIGHT + ((n2 / aim2) ** 4).sum(axis=(1, 2))
+    return cost
+
+
+def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm, aim_mm=None, third=None):
+    """The codes of frames v (rows, f) after the sweeps; codes, alt: rounded and other codes;
+    aim_mm: first fewer points over it, then the sum |E|^8 (None: the sum alone); third: with
+    an aim, the code beyond the rounded one, offered after the sweeps."""
     K, F = v.shape
+    codes0 = codes.copy()
     J = point_jacobian(sk, v, shell_mm, dtype=np.float64)
     err = lo[:, None] + codes * step[:, None] - v
     E = np.zeros((F, sk.nlinks, 4, 3))
     for (idx, jk), e in zip(J, err):
         E[:, idx] += jk * e[:, None, None, None]
     cap = np.sqrt((E * E).sum(axis=-1)).max(axis=(1, 2))        # each frame's largest error
+    cost = _cost if aim_mm is None else _aimed_cost((aim_mm * AIM_MARGIN) ** 2)
     for _ in range(SWEEPS):
         for k in range(K):
             if step[k] <= 0 or not movable[k].any():
@@ -77,19 +104,43 @@ def _chunk(sk, v, lo, hi, step, codes, alt, movable, shell_mm):
             n_old = (old * old).sum(axis=-1)
             n_new = (new * new).sum(axis=-1)
             # sum |E|^8 over the links it moves, and the frame's cap
-            better = ((n_new ** 4).sum(axis=(1, 2)) < (n_old ** 4).sum(axis=(1, 2))) & movable[k]
+            better = (cost(n_new) < cost(n_old)) & movable[k]
             better &= np.sqrt(n_new.max(axis=(1, 2))) <= cap
             if better.any():
                 old[better] = new[better]
                 E[:, idx] = old
                 codes[k, better], alt[k, better] = alt[k, better], codes[k, better]
+    if third is not None:
+        # a frame at its rounded code may take the third one (the rounded code's other side),
+        # one there may go back; a frame at the other code stays
+        c0 = codes0
+        for _ in range(THIRD_SWEEPS):
+            for k in range(K):
+                if step[k] <= 0 or not movable[k].any():
+                    continue
+                cand = np.where(codes[k] == c0[k], third[k], np.where(codes[k] == third[k], c0[k], codes[k]))
+                idx, jk = J[k]
+                de = (cand - codes[k]) * step[k]
+                old = E[:, idx]
+                new = old + jk * de[:, None, None, None]
+                n_old = (old * old).sum(axis=-1)
+                n_new = (new * new).sum(axis=-1)
+                better = (cost(n_new) < cost(n_old)) & movable[k] & (cand != codes[k])
+                better &= np.sqrt(n_new.max(axis=(1, 2))) <= cap
+                if better.any():
+                    old[better] = new[better]
+                    E[:, idx] = old
+                    codes[k, better] = cand[better]
     return codes
 
 
-def joint_codes(sk, values, lo, hi, bits, max_error_mm=None, shell_mm=SHELL_MM):
+def joint_codes(sk, values, lo, hi, bits, max_error_mm=None, shell_mm=SHELL_MM, aim_mm=None):
     """(rows, frames) codes (uint8/uint16) chosen per frame as above, or None when no code moved.
     values: the skeleton's dofs in order, finite; max_error_mm: frames over it (exact forward
-    kinematics) keep the rounded codes (None: each frame no worse than rounding)."""
+    kinematics) keep the rounded codes (None: each frame no worse than rounding); aim_mm: the
+    sweeps first lower the number of points over it (ACL's threshold, whose 99th percentile is
+    what ACL reports), then the sum |E|^8, the caps the same, and THIRD_SWEEPS passes then offer
+    each frame at its rounded code the code on the rounded code's far side too."""
     v = np.asarray(values, dtype=np.float64)
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
@@ -101,12 +152,13 @@ def joint_codes(sk, values, lo, hi, bits, max_error_mm=None, shell_mm=SHELL_MM):
     x = np.where(step[:, None] > 0, (v - lo[:, None]) / np.where(step > 0, step, 1.0)[:, None], 0.0)
     alt = np.where(x >= c0, c0 + 1, c0 - 1)
     movable = _movable(c0) & (alt >= 0) & (alt <= top) & (step[:, None] > 0)
+    third = np.clip(2 * c0 - alt, 0, top) if aim_mm is not None and THIRD_SWEEPS else None
     alt = np.clip(alt, 0, top)
     codes = c0.copy()
     for f in range(0, v.shape[1], CHUNK_FRAMES):
         s = slice(f, f + CHUNK_FRAMES)
         codes[:, s] = _chunk(sk, v[:, s], lo, hi, step, codes[:, s].copy(), alt[:, s].copy(), movable[:, s],
-                             shell_mm)
+                             shell_mm, aim_mm, None if third is None else third[:, s])
     if (codes == c0).all():
         return None
     dtype = rounded.dtype

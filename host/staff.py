@@ -291,11 +291,14 @@ class Staff:
         st.bits = int(bits)
         return st
 
-    def refit(self, ranges="fit", min_span=None, max_error_mm=None, bits=None, bound="chain"):
+    def refit(self, ranges="fit", min_span=None, max_error_mm=None, bits=None, bound="chain", aim_mm=None,
+              aim_p99=False):
         """A copy with ranges fitted to the data ("fit"), from the skeleton ("skeleton"), or
         ("budget") each row's step for max_error_mm at every joint and 3 cm point (host/budget.py;
         8 bits when they hold it, else 16, unless bits is given; bound "measured": steps from the
-        clip's own decoding errors, checked by forward kinematics)."""
+        clip's own decoding errors, checked by forward kinematics; aim_mm: its codes chosen to
+        put as few points as they can over aim_mm, host/budget_rounding.py; aim_p99: then rows
+        coarsened while the 99th percentile stays within aim_mm, host/budget_percentile.py)."""
         meta = dict(self.meta)
         meta.pop("max_error_mm", None)
         meta.pop("max_error_bound", None)
@@ -313,7 +316,12 @@ class Staff:
                 from host.budget import _skeleton
                 from host.budget_rounding import joint_codes
 
-                codes = joint_codes(_skeleton(self), values, lo, hi, b, max_error_mm)
+                if aim_mm is not None and aim_p99:
+                    from host.budget_percentile import coarsen_to_percentile
+
+                    lo, hi = coarsen_to_percentile(_skeleton(self), values, lo, hi, b, max_error_mm, aim_mm)
+                    rows = [r._replace(lo=float(a), hi=float(c)) for r, a, c in zip(self.rows, lo, hi)]
+                codes = joint_codes(_skeleton(self), values, lo, hi, b, max_error_mm, aim_mm=aim_mm)
                 if codes is not None:
                     values = decode(codes, lo, hi, b)
             from host.budget_check import stamp

@@ -88,3 +88,32 @@ def test_measured_refit_holds_the_decoded_values_and_the_file_stays_as_small(cli
     rounded = Staff(clip.values, b.rows, b.fps, 16, b.skeleton, dict(b.meta)).quantised()
     assert not np.array_equal(rounded.values, b.values)
     assert len(png) <= 1.01 * len(encode_png(rounded, effort=0))
+
+
+def test_codes_aimed_at_a_threshold_put_fewer_points_over_it_and_keep_the_bound(clip):
+    # ACL reports the 99th percentile against 0.01 cm: codes aimed at a threshold below the
+    # budget put fewer points over it than codes lowering sum |E|^8, each frame still within
+    # its rounding error and every point within the budget (exact forward kinematics)
+    e_mm, aim_mm = 0.2, 0.1
+    b = clip.refit("budget", max_error_mm=e_mm, bits=16, bound="measured")
+    lo, hi = b.lo, b.hi
+    rounded, _ = encode(clip.values, lo, hi, 16)
+    plain = joint_codes(clip.skeleton, clip.values, lo, hi, 16, max_error_mm=e_mm)
+    aimed = joint_codes(clip.skeleton, clip.values, lo, hi, 16, max_error_mm=e_mm, aim_mm=aim_mm)
+    assert aimed is not None
+    assert np.abs(aimed.astype(np.int64) - rounded.astype(np.int64)).max() == 1
+    assert not ((aimed != rounded) & ~_movable(rounded.astype(np.int64))).any()
+    e_round = point_errors_mm(clip.skeleton, clip.values, decode(rounded, lo, hi, 16))
+    e_plain = point_errors_mm(clip.skeleton, clip.values, decode(plain, lo, hi, 16))
+    e_aimed = point_errors_mm(clip.skeleton, clip.values, decode(aimed, lo, hi, 16))
+    assert (e_aimed.max(axis=1) <= e_round.max(axis=1) + 1e-9).all()
+    assert e_aimed.max() <= e_mm
+    assert (e_aimed > aim_mm).sum() < (e_plain > aim_mm).sum()
+
+
+def test_refit_passes_the_aim_and_the_file_reads_back_exactly(clip):
+    b = clip.refit("budget", max_error_mm=0.2, bits=16, bound="measured", aim_mm=0.1)
+    back = decode_png(encode_png(b, effort=0))
+    assert np.array_equal(back.values, b.values)
+    assert point_errors_mm(clip.skeleton, clip.values, back.values).max() <= 0.2
+    assert back.meta["max_error_mm"] == 0.2

@@ -47,11 +47,22 @@ def test_default_and_budget_convert_state_their_bound(capsys, tmp_path):
     (["--max-error-mm", "-1"], "positive number"),
     (["--max-error-mm", "5", "--ranges", "fit"], "cannot go with --ranges"),
     (["--ranges", "budget"], "needs --max-error-mm"),
+    (["--aim-mm", "0.1"], "--aim-mm needs --max-error-mm"),
+    (["--max-error-mm", "5", "--bound", "chain", "--aim-mm", "0.1"], "--aim-mm needs --max-error-mm"),
+    (["--max-error-mm", "5", "--aim-mm", "-1"], "--aim-mm must be a positive number"),
+    (["--max-error-mm", "5", "--aim-p99"], "--aim-p99 needs --aim-mm"),
 ])
 def test_bad_budget_is_one_line_exit_2(capsys, tmp_path, args, message):
     code, out, err = run(capsys, "convert", CLIP, tmp_path / "x.png", *args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.png").exists()
+
+
+def test_convert_aims_the_codes_and_keeps_the_bound(capsys, tmp_path):
+    png = tmp_path / "aim.png"
+    code, out, _ = run(capsys, "convert", CLIP, png, "--max-error-mm", "0.2", "--aim-mm", "0.1")
+    assert code == 0 and "within 0.2 mm (measured on this clip)" in out
+    assert read_motion(png).meta["max_error_mm"] == 0.2
 
 
 def test_budget_without_lengths_is_one_line(capsys, tmp_path):

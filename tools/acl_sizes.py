@@ -4,6 +4,7 @@ largest --max-error-mm whose measured 99th percentile is within 0.01 cm) on the 
     PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py 131_01.bvh            # one clip, a quick loop
     PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py                       # the 4 CMU clips, and their total
     PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py --set host.budget_rounding.MIN_RESIDUAL_CODES=3
+    PYTHONPATH=$PWD .venv/bin/python tools/acl_sizes.py --no-aim --digits 2   # the search before session 16
 
 --set module.NAME=value patches a module constant first (to try a lever without editing it).
 Prints per clip the PNG bytes, header bytes, the budget found, the measured p99 and max (cm).
@@ -26,6 +27,8 @@ def main(argv=None):
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "bvh"))
     ap.add_argument("--effort", type=int, default=2)
     ap.add_argument("--set", action="append", default=[], metavar="module.NAME=value")
+    ap.add_argument("--no-aim", action="store_true", help="the joint codes not aimed at 0.1 mm (before session 16)")
+    ap.add_argument("--digits", type=int, default=3, help="significant digits of the budget searched (2 before session 16)")
     args = ap.parse_args(argv)
     for s in args.set:
         name, _, value = s.partition("=")
@@ -41,7 +44,8 @@ def main(argv=None):
         print("no such clip: %s" % ", ".join(missing), file=sys.stderr)
         return 2
     total = 0
-    for r in acl_rows(clips, args.effort, bound="measured", measured=True):
+    for r in acl_rows(clips, args.effort, bound="measured", measured=True, aim=not args.no_aim,
+                      digits=args.digits):
         total += r["png"]
         print("%s  E %g  PNG %d  header %d  p99 %.5f cm  max %.5f cm" % (
             r["clip"], r["budget"], r["png"], r["hdr"], r["p99_cm"], r["max_cm"]), flush=True)

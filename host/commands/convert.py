@@ -3,6 +3,9 @@
     motionstaff convert walk.bvh walk.png                    # 8 bits, the default error budget
     motionstaff convert walk.bvh walk.png --max-error-mm 0.1 # each row's step for 0.1 mm (8 or 16 bits)
     motionstaff convert walk.bvh walk.png --max-error-mm 0.3 --bound chain   # guaranteed for any pose
+    motionstaff convert walk.bvh walk.png --max-error-mm 0.2 --aim-mm 0.1 # within 0.2, most points within 0.1
+    motionstaff convert walk.bvh walk.png --max-error-mm 0.2 --aim-mm 0.1 --aim-p99  # and rows coarser while
+                                                             # the 99th percentile stays within 0.1
     motionstaff convert walk.bvh walk.png --max-error-mm 0.1 --transform none # 16-bit pixels = codes
     motionstaff convert walk.bvh walk.png --bits 8 --ranges fit
     motionstaff convert walk.png walk.bvh ; motionstaff convert walk.png walk.csv
@@ -16,7 +19,11 @@ tightest bound an 8-bit staff of that motion can hold (host/budget.py; the file 
 `--max-error-mm E` chooses the steps from the errors this clip's decoding makes, checked by
 forward kinematics of every frame before the file is written (host/budget_measured.py: every
 joint and ACL's points 3 cm along each bone's axes within E on this motion); `--bound chain`
-asks for the bound that holds for any pose instead (host/budget.py: about 3x finer steps). A
+asks for the bound that holds for any pose instead (host/budget.py: about 3x finer steps).
+`--aim-mm A` (with the measured bound) chooses the codes on those steps to put as few points as
+they can over A (host/budget_rounding.py: ACL reports the 99th percentile against a threshold),
+every point still within E; `--aim-p99` then coarsens rows while the 99th percentile of the
+point errors stays within A (host/budget_percentile.py, ACL's reporting). A
 16-bit staff's pixels hold the codes' differences in byte planes (`--transform dxe`, the
 default for 16 bits: each row's order 0-3 chosen, rows that never move left out, rows
 predicted from others, the low planes in the order of their high planes, the differences
@@ -47,6 +54,11 @@ def add_arguments(p):
     p.add_argument("--bound", choices=("measured", "chain"), default="measured",
                    help="with --max-error-mm: measured on this clip by forward kinematics (default) or "
                         "guaranteed for any pose through the chain")
+    p.add_argument("--aim-mm", type=float, metavar="A",
+                   help="with --max-error-mm (measured): the codes put as few points as they can over A mm "
+                        "(a threshold whose 99th percentile is reported, as ACL does)")
+    p.add_argument("--aim-p99", action="store_true",
+                   help="with --aim-mm: rows coarsened while the 99th percentile of the errors stays within A")
     p.add_argument("--transform", choices=("auto", "none", "d2p", "dxp", "dxs", "dxe"), default="auto",
                    help="PNG pixels: auto (dxe for 16 bits, the codes for 8), none (the codes), d2p "
                         "(16 bits: second differences in byte planes), dxp (each row's order of difference, "
@@ -59,7 +71,7 @@ def add_arguments(p):
 
 
 def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_error_mm=None, bound="measured",
-            transform="auto"):
+            transform="auto", aim_mm=None, aim_p99=False):
     """Read src, re-range / re-depth as asked, write dst; returns the Staff written."""
     if os.path.abspath(src) == os.path.abspath(dst):
         raise ValueError("%s: source and destination are the same file" % dst)
@@ -69,6 +81,12 @@ def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_erro
         raise ValueError("--max-error-mm sets the ranges; it cannot go with --ranges %s" % ranges)
     if ranges == "budget" and max_error_mm is None:
         raise ValueError("--ranges budget needs --max-error-mm E")
+    if aim_mm is not None and (max_error_mm is None or bound != "measured"):
+        raise ValueError("--aim-mm needs --max-error-mm E with the measured bound")
+    if aim_p99 and aim_mm is None:
+        raise ValueError("--aim-p99 needs --aim-mm A")
+    if aim_mm is not None and not (aim_mm > 0 and aim_mm < float("inf")):
+        raise ValueError("--aim-mm must be a positive number of millimetres, not %r" % aim_mm)
     from_staff = extension(src) == ".png"
     staff = read_motion(src, bits=bits, units=units, ranges=None if ranges == "budget" else ranges)
     if max_error_mm is None and ranges is None and bits in (None, 8) and not from_staff and extension(dst) == ".png":
@@ -78,7 +96,8 @@ def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_erro
         if max_error_mm is not None:
             staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits or 8)
     elif max_error_mm is not None:
-        staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits, bound=bound)
+        staff = staff.refit("budget", max_error_mm=max_error_mm, bits=bits, bound=bound, aim_mm=aim_mm,
+                              aim_p99=aim_p99)
     else:
         if bits is not None and bits != staff.bits:
             staff = staff.with_bits(bits)
@@ -98,7 +117,7 @@ def convert(src, dst, bits=None, ranges=None, colour=False, units=None, max_erro
 
 def run(args):
     st = convert(args.src, args.dst, args.bits, args.ranges, args.colour, args.units, args.max_error_mm,
-                 args.bound, args.transform)
+                 args.bound, args.transform, args.aim_mm, args.aim_p99)
     bound = st.meta.get("max_error_mm")
     how = " (measured on this clip)" if st.meta.get("max_error_bound") == "measured" else ""
     print("%s: %d rows x %d frames, %g fps, %d bits, %d bytes%s"
