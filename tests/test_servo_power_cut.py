@@ -25,8 +25,9 @@ from device.servo.robot import load_robot
 from host.physics.simport import SimPort
 
 
-def _rig(name, body=True):
-    """(robot, twin or a bare clock, emulator, player, sends [(t_s, cmds)], notes)."""
+def _rig(name, body=True, absent=()):
+    """(robot, twin or a bare clock, emulator, player, sends [(t_s, cmds)], notes); absent:
+    servo ids the bus does not have (a lead off, a wrong id)."""
     robot = load_robot(name)
     ctl = robot.controller
     if body:
@@ -35,7 +36,7 @@ def _rig(name, body=True):
     else:
         tw = _Clock()
     kw = {"series": "sts"} if ctl == "feetech" else {}
-    emu = make_emulator(ctl, ids=[s.id for s in robot.servos], clock=tw.clock,
+    emu = make_emulator(ctl, ids=[s.id for s in robot.servos if s.id not in absent], clock=tw.clock,
                         body=tw if body else None, **kw)
     port = SimPort(emu, tw, baud=robot.baud)
     drv = open_driver(ctl, port, clock=port.clock, **dict(robot.options))
@@ -161,6 +162,33 @@ def test_a_power_cut_that_never_ends_the_player_keeps_asking_and_plays_on(name):
     # the end of play's failsafe and settle on a dead bus: no error either
     p.failsafe("torque_off")
     p.settle(timeout_s=0.5)
+
+
+@pytest.mark.parametrize("name", ["op3-dynamixel", "so101-feetech"])
+def test_one_servo_silent_alone_is_not_a_power_cut_and_a_cut_then_is_still_found_and_left(name):
+    """A servo the bus does not have (its lead off, a wrong id) while the others answer with
+    their torque on: said once, played on (before: "power looks cut", nothing sent for good);
+    a real cut after is still found, and the robot set up again without that servo."""
+    robot, tw, emu, p, sends, notes = _rig(name, body=False, absent=(robot_first_id(name),))
+    p.start()
+    period = 1.0 / robot.rate_hz
+    while tw.clock() < 1.0:
+        tw.advance(period)
+        p.send_frame(_stream(robot, tw.clock()))
+    assert p.stats["power_lost"] == 0 and p.stats["unpowered"] == 0
+    assert p.stats["sent"] == p.stats["frames"] and p.stats["servos_silent"] == 1
+    assert len(notes) == 1 and "not a power cut" in notes[0]
+    emu.schedule_power_cut(1.2, 1.5)
+    while tw.clock() < 3.5:
+        tw.advance(period)
+        p.send_frame(_stream(robot, tw.clock()))
+    assert p.stats["power_lost"] == 1 and p.stats["power_restored"] == 1 and not p.power_lost
+    assert 1.2 <= p.power_lost_at <= 1.2 + 2 * p.probe_s + 0.1
+    _check_limits_and_velocity(robot, sends)
+
+
+def robot_first_id(name):
+    return load_robot(name).servos[0].id
 
 
 def test_an_oserror_from_the_port_is_a_send_error_not_a_power_loss():

@@ -26,8 +26,11 @@ loose lead, a brownout: servos at stall sag the battery until they reset) comes 
 its RAM at defaults, and sync writes have no replies to say so. With a driver that can read
 Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled) the player
 asks one servo (in turn) every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what
-the line leaves beside the frames): no answer twice, or torque off when it should be on, is a power loss, found within
-probe_s plus two read timeouts of the cut (plus the command it waits for). It is said once
+the line leaves beside the frames): no answer from it and from the next servo (then each asked
+again), or torque off when it should be on, is a power loss, found within probe_s plus two read
+timeouts of the cut (plus the command it waits for). A servo silent while the next answers with
+its torque on is silent alone (a lead off, a wrong id): said once (stats servos_silent), played
+on, and left out of the positions the set-up after a cut waits for. It is said once
 (notify: a line on stderr), counted (stats power_lost), and nothing more is sent: a goal sent
 to a rebooted Feetech would snap it on at full speed. Every probe_s after, while it is off, a
 probe; when the servo answers and every servo's position reads, the robot is set up again
@@ -86,7 +89,7 @@ class Player:
         self.watchdog_s = None                # the controller's watchdog timeout as armed (s)
         self.stats = {"frames": 0, "sent": 0, "late": 0, "skipped": 0, "failsafes": 0,
                       "send_errors": 0, "ramp_frames": 0, "power_probes": 0, "power_lost": 0,
-                      "power_restored": 0, "unpowered": 0}
+                      "power_restored": 0, "unpowered": 0, "servos_silent": 0}
         # the power probe (read_torque_enabled: a bus servo's driver), one servo a probe
         self._probe = getattr(driver, "read_torque_enabled", None)
         self.probe_s = _probe_s(robot) if self._probe is not None else None
@@ -94,6 +97,7 @@ class Player:
         self.power_lost_at = None             # the player's clock when the loss was found
         self._last_probe = None
         self._probe_k = 0
+        self._silent = set()                  # servos silent while another answered (not a cut)
         self._started = False
         self._recovering = False              # ramping to the stream after the power came back
         self._recover_end = None
@@ -209,8 +213,28 @@ class Player:
             if self.power_lost:
                 return self._power_back(sid)
             r = self._ask(sid)
+            if r is None and sid in self._silent:
+                return True                   # (silent alone before: the others were asked)
             if r is None:
-                r = self._ask(sid)            # a reply lost on the line: asked once more at once
+                # another servo asked: one that answers with its torque on says the power is
+                # there, and this one's reply was lost (asked again) or it is silent alone (a
+                # lead off, a wrong id: left out, never a robot stopped for good)
+                others = [x.id for x in self.servos[self._probe_k % len(self.servos):] + self.servos
+                          if x.id != sid and x.id not in self._silent]
+                other = others[0] if others else None
+                r = self._ask(other) if other is not None else None
+                if r:
+                    if self._ask(sid) is None:
+                        self._silent.add(sid)
+                        self.stats["servos_silent"] = len(self._silent)
+                        self.notify("motionstaff: servo %d does not answer (servo %d does, torque "
+                                    "on): not a power cut; played on without it" % (sid, other))
+                    return True
+                if r is None:
+                    r = self._ask(sid)        # (all asked twice: a reply lost on the line)
+            elif sid in self._silent:
+                self._silent.discard(sid)     # answering again (torque off: a cut, below)
+                self.stats["servos_silent"] = len(self._silent)
         except OSError:
             # a port that fails says nothing of the power: a send error, as a position's
             self.stats["send_errors"] += 1
@@ -232,8 +256,10 @@ class Player:
         if self._ask(sid) is None:
             return False
         cur = self._read_current()
-        if cur is None or any(v is None for v in cur):
+        if cur is None or any(v is None and s.id not in self._silent for v, s in zip(cur, self.servos)):
             return False                      # (some still booting: the next probe)
+        # a servo silent alone before the cut: where it was last sent (it is not there to move)
+        cur = [self.limiter.pos[i] if v is None else v for i, v in enumerate(cur)]
         self.driver.start([(s.id, s) for s in self.servos])
         self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
         self._last_cmd_clock = self._now()
