@@ -26,9 +26,8 @@ loose lead, a brownout: servos at stall sag the battery until they reset) comes 
 its RAM at defaults, and sync writes have no replies to say so. With a driver that can read
 Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled) the player
 asks one servo (in turn) every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what
-the line leaves beside the frames): no answer from it and from the next servo (then each asked
-again), or torque off when it should be on, is a power loss, found within probe_s plus two read
-timeouts of the cut (plus the command it waits for). A servo silent while the next answers with
+the line leaves beside the frames): no answer from it and from the next servo, or torque off
+when it should be on, is a power loss, found within probe_s plus two read timeouts of the cut (plus the command it waits for). A servo silent while the next answers with
 its torque on is silent alone (a lead off, a wrong id): said once (stats servos_silent), played
 on, and left out of the positions the set-up after a cut waits for. It is said once
 (notify: a line on stderr), counted (stats power_lost), and nothing more is sent: a goal sent
@@ -216,9 +215,10 @@ class Player:
             if r is None and sid in self._silent:
                 return True                   # (silent alone before: the others were asked)
             if r is None:
-                # another servo asked: one that answers with its torque on says the power is
-                # there, and this one's reply was lost (asked again) or it is silent alone (a
-                # lead off, a wrong id: left out, never a robot stopped for good)
+                # another servo asked (two read timeouts in a cut, as asking this one twice):
+                # one that answers with its torque on says the power is there, and this one's
+                # reply was lost (asked again) or it is silent alone (a lead off, a wrong id:
+                # left out, never a robot stopped for good)
                 others = [x.id for x in self.servos[self._probe_k % len(self.servos):] + self.servos
                           if x.id != sid and x.id not in self._silent]
                 other = others[0] if others else None
@@ -230,8 +230,6 @@ class Player:
                         self.notify("motionstaff: servo %d does not answer (servo %d does, torque "
                                     "on): not a power cut; played on without it" % (sid, other))
                     return True
-                if r is None:
-                    r = self._ask(sid)        # (all asked twice: a reply lost on the line)
             elif sid in self._silent:
                 self._silent.discard(sid)     # answering again (torque off: a cut, below)
                 self.stats["servos_silent"] = len(self._silent)
