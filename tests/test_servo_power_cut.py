@@ -10,6 +10,7 @@ is the twin's.
 """
 
 import math
+import pathlib
 import struct
 
 import pytest
@@ -189,6 +190,40 @@ def test_one_servo_silent_alone_is_not_a_power_cut_and_a_cut_then_is_still_found
 
 def robot_first_id(name):
     return load_robot(name).servos[0].id
+
+
+def test_an_lx16a_unloaded_before_its_first_move_is_not_a_power_cut_and_a_cut_is(tmp_path):
+    """An LX-16A's start loads nothing (its first move does): unloaded at the start and after a
+    torque-off failsafe is no power cut (before: "reads torque off: power looks cut" at every
+    start and every failsafe, the stream held a probe period); a real cut still is."""
+    import json
+    root = pathlib.Path(__file__).resolve().parent.parent
+    d = json.loads((root / "device" / "servo" / "robots" / "so101-feetech.json").read_text())
+    d.update(name="arm-lx16a", controller="lx16a", baud=115200, controller_options={})
+    for sv in d["servos"]:
+        sv.update(neutral=500, units_per_deg=1 / 0.24, min=100, max=900)
+    path = tmp_path / "arm-lx16a.json"
+    path.write_text(json.dumps(d))
+    robot, tw = load_robot(str(path)), _Clock()
+    emu = make_emulator("lx16a", ids=[sv.id for sv in robot.servos], clock=tw.clock)
+    drv = open_driver("lx16a", SimPort(emu, tw, baud=robot.baud), clock=tw.clock)
+    notes = []
+    p = Player(robot, drv, row_names=[sv.name for sv in robot.servos], clock=tw.clock,
+               sleep=tw.advance, notify=notes.append)
+    p.start()
+    for k in range(200):
+        tw.advance(0.02)
+        if 60 <= k < 100:
+            p.poll()                    # no frames: the torque-off failsafe, then frames again
+            continue
+        p.send_frame(_stream(robot, tw.clock()))
+    assert p.stats["failsafes"] == 1 and notes == []
+    assert p.stats["power_lost"] == 0 and p.stats["sent"] == p.stats["frames"] == 160
+    emu.schedule_power_cut(tw.clock() + 0.2, tw.clock() + 0.6)
+    for k in range(100):
+        tw.advance(0.02)
+        p.send_frame(_stream(robot, tw.clock()))
+    assert p.stats["power_lost"] == 1 and p.stats["power_restored"] == 1 and not p.power_lost
 
 
 def test_an_oserror_from_the_port_is_a_send_error_not_a_power_loss():

@@ -27,7 +27,8 @@ its RAM at defaults, and sync writes have no replies to say so. With a driver th
 Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled) the player
 asks one servo (in turn) every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what
 the line leaves beside the frames): no answer from it and from the next servo, or torque off
-when it should be on, is a power loss, found within probe_s plus two read timeouts of the cut (plus the command it waits for). A servo silent while the next answers with
+when it should be on (a command sent since the set-up: an LX-16A loads with its first move), is
+a power loss, found within probe_s plus two read timeouts of the cut (plus the command it waits for). A servo silent while the next answers with
 its torque on is silent alone (a lead off, a wrong id): said once (stats servos_silent), played
 on, and left out of the positions the set-up after a cut waits for. It is said once
 (notify: a line on stderr), counted (stats power_lost), and nothing more is sent: a goal sent
@@ -97,6 +98,7 @@ class Player:
         self._last_probe = None
         self._probe_k = 0
         self._silent = set()                  # servos silent while another answered (not a cut)
+        self._moved = False                   # a command sent since the last set-up (start)
         self._started = False
         self._recovering = False              # ramping to the stream after the power came back
         self._recover_end = None
@@ -158,6 +160,7 @@ class Player:
                 self.watchdog_s = float(armed)
         self.last_frame_clock = self._last_cmd_clock = self._now()
         self._started = True
+        self._moved = False
 
     def _read_current(self):
         read = getattr(self.driver, "read_position", None)
@@ -237,7 +240,9 @@ class Player:
             # a port that fails says nothing of the power: a send error, as a position's
             self.stats["send_errors"] += 1
             return not self.power_lost
-        if r:
+        if r or (r == 0 and not self._moved):
+            # (torque off before any command since the set-up: a driver whose start does not
+            # turn it on, the LX-16A's, loads its motors with the first move)
             return True
         self.power_lost = True
         self.power_lost_at = now
@@ -259,6 +264,7 @@ class Player:
         # a servo silent alone before the cut: where it was last sent (it is not there to move)
         cur = [self.limiter.pos[i] if v is None else v for i, v in enumerate(cur)]
         self.driver.start([(s.id, s) for s in self.servos])
+        self._moved = False
         self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
         self._last_cmd_clock = self._now()
         self._rearm = self.watchdog
@@ -314,6 +320,7 @@ class Player:
         try:
             self.driver.send_positions(cmds)
             self.stats["sent"] += 1
+            self._moved = True
         except OSError:
             # nothing went out: the bus may fall silent for the watchdog, arm it again next
             self.stats["send_errors"] += 1
@@ -366,6 +373,7 @@ class Player:
             try:
                 self.driver.start([(s.id, s) for s in self.servos])
                 self._restart = False
+                self._moved = False
             except OSError:
                 self.stats["send_errors"] += 1
                 return
