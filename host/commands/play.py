@@ -220,5 +220,7 @@ def run(args):
               + ("; servo power lost %d time(s), restored %d%s (%d commands not sent)"
                  % (summary["power_lost"], summary["power_restored"],
                     ", still off at the end" if summary["power_off_at_end"] else "",
-                    summary["unpowered"]) if summary.get("power_lost") else ""))
+                    summary["unpowered"]) if summary.get("power_lost") else "")
+              + ("; %d servo(s) never answered the power probe (played on without them)"
+                 % summary["servos_silent"] if summary.get("servos_silent") else ""))
     return 130 if interrupted else 0
