@@ -98,6 +98,7 @@ class Player:
         self._last_probe = None
         self._probe_k = 0
         self._silent = set()                  # servos silent while another answered (not a cut)
+        self._said_silent = set()
         self._moved = False                   # a command sent since the last set-up (start)
         self._started = False
         self._recovering = False              # ramping to the stream after the power came back
@@ -230,9 +231,13 @@ class Player:
                     if self._ask(sid) is None:
                         self._silent.add(sid)
                         self.stats["servos_silent"] = len(self._silent)
+                    if sid in self._silent and sid not in self._said_silent:
+                        self._said_silent.add(sid)        # (once a servo: a noisy line)
                         self.notify("motionstaff: servo %d does not answer (servo %d does, torque "
                                     "on): not a power cut; played on without it" % (sid, other))
                     return True
+                if r is not None:
+                    sid = other               # (its torque off: the servo the line names)
             elif sid in self._silent:
                 self._silent.discard(sid)     # answering again (torque off: a cut, below)
                 self.stats["servos_silent"] = len(self._silent)
