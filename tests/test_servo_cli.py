@@ -159,3 +159,12 @@ def test_play_bad_controller_options_exit_2_with_one_line(tmp_path, capsys):
         assert main(["play", str(clip), "--port", "loop://", "--robot", str(f), "--no-progress", "--to", "0.05"]) == 2
         err = capsys.readouterr().err
         assert err.startswith("motionstaff: ") and what in err and err.count("\n") == 1, (opts, err)
+
+
+def test_emulate_power_cut_the_pico_has_no_model_and_an_empty_value_is_bad(monkeypatch):
+    """--power-cut with the pico (no cut model) is the one-line error, not a cut ignored while
+    it serves; an empty value is a bad value, not none given."""
+    from host.commands import emulate
+    monkeypatch.setattr(emulate, "_run_pico", lambda args: 0)      # (never serves here)
+    assert main(["emulate", "pico", "--power-cut", "1"]) == 2
+    assert main(["emulate", "dynamixel", "--power-cut", ""]) == 2

@@ -93,6 +93,10 @@ def _power_cut(text):
 def run(args):
     from host.outpaths import check_output
     check_output(args.log, "--log")          # before serving: a session is never lost at exit
+    # (before any model is loaded or served: a bad or unusable cut is the one-line error)
+    cut = _power_cut(args.power_cut) if getattr(args, "power_cut", None) is not None else None
+    if cut is not None and args.controller not in ("dynamixel", "feetech", "feetech-scs", "lx16a", "maestro"):
+        raise ValueError("--power-cut: the %s emulator has no power-cut model" % args.controller)
     if args.controller == "pico":
         return _run_pico(args)
     from device.servo.emulate import make_emulator
@@ -125,9 +129,6 @@ def run(args):
         imu = getattr(twin.rm.description, "imu", None)
         if imu and args.controller == "dynamixel":
             kw["imu_id"] = imu["id"]                    # the OP3's OpenCR board: the twin's IMU
-    cut = _power_cut(args.power_cut) if getattr(args, "power_cut", None) else None
-    if cut is not None and args.controller not in ("dynamixel", "feetech", "feetech-scs", "lx16a", "maestro"):
-        raise ValueError("--power-cut: the %s emulator has no power-cut model" % args.controller)
     emu = make_emulator(args.controller, **kw)
     if cut is not None:
         t0 = emu.clock()
