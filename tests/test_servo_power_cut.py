@@ -226,6 +226,30 @@ def test_an_lx16a_unloaded_before_its_first_move_is_not_a_power_cut_and_a_cut_is
     assert p.stats["power_lost"] == 1 and p.stats["power_restored"] == 1 and not p.power_lost
 
 
+def test_an_sts_that_reboots_between_two_probes_and_takes_a_goal_is_still_found():
+    """A brownout shorter than the probe's period, a boot quicker than the twin's 0.5 s: the
+    goals after the boot turn the STS's torque on again (at its power-up Goal Speed 0, its
+    maximum), so Torque Enable alone reads 1 (before: never found, the servos' own speed cap
+    gone for good); the Goal Speed start() set, read with it, says it rebooted."""
+    robot, tw, emu, p, sends, notes = _rig("so101-feetech", body=False)
+    emu.BOOT_S = 0.0
+    p.start()
+    period = 1.0 / robot.rate_hz
+    cut = None
+    while tw.clock() < 2.0:
+        tw.advance(period)
+        n = p.stats["power_probes"]
+        p.send_frame(_stream(robot, tw.clock()))
+        if cut is None and tw.clock() > 0.5 and p.stats["power_probes"] > n:
+            cut = tw.clock()            # just after a probe: back before the next one
+            emu.schedule_power_cut(cut + 0.001, cut + 0.03)
+    assert emu.power_cuts == 1
+    assert p.stats["power_lost"] == 1 and p.stats["power_restored"] == 1 and not p.power_lost
+    assert cut + 0.03 <= p.power_lost_at <= cut + p.probe_s + 0.1
+    assert all(emu.tables[sv.id][ft.GOAL_SPEED:ft.GOAL_SPEED + 2] != b"\x00\x00" for sv in robot.servos)
+    _check_limits_and_velocity(robot, sends)
+
+
 def test_an_oserror_from_the_port_is_a_send_error_not_a_power_loss():
     robot, tw, emu, p, sends, notes = _rig("so101-feetech", body=False)
     p.start()

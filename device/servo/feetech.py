@@ -139,7 +139,8 @@ class Feetech(Driver):
 
     def probe_bytes(self):
         """(request, reply) bytes of the player's power probe (read_torque_enabled)."""
-        return len(read(1, TORQUE_ENABLE, 1)), len(status(1, 0, b"\x00"))
+        n = GOAL_SPEED + 2 - TORQUE_ENABLE
+        return len(read(1, TORQUE_ENABLE, n)), len(status(1, 0, b"\x00" * n))
 
     def __init__(self, port, series="sts", echo=False):
         Driver.__init__(self, port, echo)
@@ -153,6 +154,8 @@ class Feetech(Driver):
             if getattr(s, "max_vel_dps", None) and self.series != "scs":
                 # Goal Speed (46) in steps/s: the servo's own cap on top of the limiter
                 speeds.append((sid, word(min(3400, int(s.max_vel_dps * s.units_per_deg + 1)), self.series)))
+        # (a probe that reads the Goal Speed 0 set here: rebooted, read_torque_enabled)
+        self._speed_set = set(i for i, _ in speeds)
         if speeds:
             self.write(sync_write(GOAL_SPEED, 2, speeds))
         self.write(sync_write(TORQUE_ENABLE, 1, [(i, b"\x01") for i in self.ids]))
@@ -213,8 +216,16 @@ class Feetech(Driver):
         r = self._read_value(sid, PRESENT_POSITION, 2)
         return None if r is None else unword(r, self.series, self.series != "scs")
 
+    _speed_set = frozenset()
+
     def read_torque_enabled(self, sid):
         """Torque Enable (40) of servo sid: 1, 0 (back from a power cut: limp), or None (no
-        answer: unpowered, booting, a reply lost)."""
-        r = self._read_value(sid, TORQUE_ENABLE, 1)
-        return None if r is None else r[0]
+        answer: unpowered, booting, a reply lost). Read with the Goal Speed (46) start() set: an
+        STS's Goal Position write turns its torque on again, so a servo that rebooted between
+        two probes, then took a goal, reads its torque on; its Goal Speed at the power-up 0
+        (its maximum) says it rebooted all the same: 0."""
+        r = self._read_value(sid, TORQUE_ENABLE, GOAL_SPEED + 2 - TORQUE_ENABLE)
+        if r is None:
+            return None
+        rebooted = sid in self._speed_set and r[GOAL_SPEED - TORQUE_ENABLE:] == b"\x00\x00"
+        return 0 if rebooted else r[0]
