@@ -306,6 +306,11 @@ class Staff:
             from host.budget import budget_ranges
 
             lo, hi, b, how = budget_ranges(self, max_error_mm, bits=bits, bound=bound, how=True)
+            if aim_mm is not None and how != "measured":
+                # (the measured bound fell back to the chain's: nothing measured to aim with)
+                raise FormatError("--aim-mm: this staff cannot be measured by forward kinematics "
+                                  "(missing values, or rows not its skeleton's dofs), so its bound "
+                                  "is the chain's and there is nothing to aim")
             rows = [r._replace(lo=float(a), hi=float(c)) for r, a, c in zip(self.rows, lo, hi)]
             meta["max_error_mm"] = float(max_error_mm)
             values = self.values.copy()

@@ -40,3 +40,13 @@ def test_a_start_over_the_aim_is_kept(clip):
     b = clip.refit("budget", max_error_mm=0.2, bits=16, bound="measured")
     lo, hi = coarsen_to_percentile(clip.skeleton, clip.values, b.lo, b.hi, 16, 0.2, aim_mm=1e-6)
     assert np.array_equal(lo, b.lo) and np.array_equal(hi, b.hi)
+
+
+def test_an_aim_on_a_staff_that_cannot_be_measured_is_an_error_not_dropped(clip):
+    """A missing value: the measured bound falls back to the chain's; an aim asked for then is
+    said (before: dropped without a word, the file written unaimed)."""
+    from protocol.errors import FormatError
+    st = clip.refit("fit")
+    st.values[5, 10] = np.nan
+    with pytest.raises(FormatError, match="--aim-mm: this staff cannot be measured"):
+        st.refit("budget", max_error_mm=0.5, bits=16, bound="measured", aim_mm=0.2)
