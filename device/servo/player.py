@@ -28,8 +28,8 @@ Torque Enable (Dynamixel, Feetech; the LX-16A's load state: read_torque_enabled)
 asks one servo (in turn) every probe_s (device/servo/linebudget.py probe_budget: 0.1 s, what
 the line leaves beside the frames): no answer from it and from the next servo, or torque off
 when it should be on (a command sent since the set-up: an LX-16A loads with its first move), is
-a power loss, found within probe_s plus two read timeouts of the cut (plus the command it waits for). A servo silent while the next answers with
-its torque on is silent alone (a lead off, a wrong id): said once (stats servos_silent), played
+a power loss, found within probe_s plus two read timeouts of the cut (plus the command it waits
+for). A servo silent while the next answers with its torque on is silent alone (a lead off, a wrong id): said once (stats servos_silent), played
 on, and left out of the positions the set-up after a cut waits for. It is said once
 (notify: a line on stderr), counted (stats power_lost), and nothing more is sent: a goal sent
 to a rebooted Feetech would snap it on at full speed. Every probe_s after, while it is off, a
@@ -227,8 +227,11 @@ class Player:
                           if x.id != sid and x.id not in self._silent]
                 other = others[0] if others else None
                 r = self._ask(other) if other is not None else None
-                if r:
-                    if self._ask(sid) is None:
+                again = self._ask(sid) if r else None
+                if r and again == 0 and self._moved:
+                    r = 0                     # (this one answers now: its torque off, below)
+                elif r:
+                    if again is None:
                         self._silent.add(sid)
                         self.stats["servos_silent"] = len(self._silent)
                     if sid in self._silent and sid not in self._said_silent:
@@ -236,7 +239,7 @@ class Player:
                         self.notify("motionstaff: servo %d does not answer (servo %d does, torque "
                                     "on): not a power cut; played on without it" % (sid, other))
                     return True
-                if r is not None:
+                elif r is not None:
                     sid = other               # (its torque off: the servo the line names)
             elif sid in self._silent:
                 self._silent.discard(sid)     # answering again (torque off: a cut, below)
