@@ -250,6 +250,35 @@ def test_an_sts_that_reboots_between_two_probes_and_takes_a_goal_is_still_found(
     _check_limits_and_velocity(robot, sends)
 
 
+def test_a_position_that_does_not_read_after_a_torque_off_starts_where_it_was_sent():
+    """Frames again after a torque-off failsafe, one servo's position unread: the limiter starts
+    it where it was last sent (before: at home, so the first command sent it home at once)."""
+    robot, tw, emu, p, sends, notes = _rig("so101-feetech", body=False)
+    p.start()
+    period = 1.0 / robot.rate_hz
+    while tw.clock() < 1.0:
+        tw.advance(period)
+        p.send_frame(_stream(robot, tw.clock()))
+    last = dict(sends[-1][1])
+    k = max(range(len(robot.servos)), key=lambda i: abs(robot.servos[i].to_deg(last[robot.servos[i].id])
+                                                      - robot.servos[i].home_deg))
+    sv = robot.servos[k]
+    assert abs(sv.to_deg(last[sv.id]) - sv.home_deg) > 10.0
+    while tw.clock() < 1.5:
+        tw.advance(period)
+        p.poll()
+    assert p.in_failsafe and p.failsafe_action == "torque_off"
+    real = p.driver.read_position
+    p.driver.read_position = lambda sid: None if sid == sv.id else real(sid)
+    n = len(sends)
+    tw.advance(period)
+    p.send_frame(_stream(robot, tw.clock()))
+    first = dict(sends[n][1])
+    # (one limited step from there at most: the player's longest step, not the 10+ deg home)
+    assert abs(sv.to_deg(first[sv.id]) - sv.to_deg(last[sv.id])) <= sv.max_vel_dps * p.max_dt_s + 0.5
+    _check_limits_and_velocity(robot, sends)
+
+
 def test_an_oserror_from_the_port_is_a_send_error_not_a_power_loss():
     robot, tw, emu, p, sends, notes = _rig("so101-feetech", body=False)
     p.start()

@@ -387,6 +387,9 @@ class Player:
                 return
             cur = self._read_current()
             if cur is not None and any(v is not None for v in cur):
+                # a servo whose position did not read: where it was last sent, not home (the
+                # limiter at home would send home at once, at the servo's own speed)
+                cur = [self.limiter.pos[i] if v is None else v for i, v in enumerate(cur)]
                 self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
         # (the watchdog's re-arm, if due, goes with the next command: _command)
 
