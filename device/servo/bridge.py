@@ -308,7 +308,7 @@ class LinkBridge:
             st = self.player.stats
             out.update(send_errors=st["send_errors"], failsafes=st["failsafes"],
                        power_lost=st["power_lost"], power_restored=st["power_restored"],
-                       servos_silent=st["servos_silent"],
+                       servos_silent=st["servos_silent"], shutdowns=st["shutdowns"],
                        limiter_clamped=self.player.limiter.clamped,
                        limiter_rate_limited=self.player.limiter.rate_limited,
                        servos_driven=len(self.player.rows),

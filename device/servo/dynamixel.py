@@ -27,6 +27,7 @@ SYNC_READ = 0x82
 SYNC_WRITE = 0x83
 BULK_WRITE = 0x93
 TORQUE_ENABLE = 64
+HARDWARE_ERROR_STATUS = 70
 BUS_WATCHDOG = 98
 PROFILE_ACCELERATION = 108
 PROFILE_VELOCITY = 112
@@ -263,6 +264,13 @@ class Dynamixel(Driver):
     def read_position(self, sid):
         r = self._read_value(sid, PRESENT_POSITION, 4)
         return None if r is None else struct.unpack("<i", r)[0]
+
+    def read_hardware_error(self, sid):
+        """Hardware Error Status (70) of servo sid: 0, its bits (0x01 input voltage, 0x04
+        overheating, 0x08 motor encoder, 0x10 electrical shock, 0x20 overload: the servo shut
+        itself down, torque off until a REBOOT or a power cycle), or None (no answer)."""
+        r = self._read_value(sid, HARDWARE_ERROR_STATUS, 1)
+        return None if r is None else r[0]
 
     def read_torque_enabled(self, sid):
         """Torque Enable (64) of servo sid: 1, 0 (a servo back from a power cut has its RAM at

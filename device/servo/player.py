@@ -63,6 +63,16 @@ def _probe_s(robot):
     return linebudget.POWER_PROBE_S if b is None else b["probe_s"]
 
 
+HARDWARE_ERRORS = ((0x01, "input voltage"), (0x04, "overheating"), (0x08, "motor encoder"),
+                   (0x10, "electrical shock"), (0x20, "overload"))
+
+
+def _hardware_error_names(bits):
+    """'overload, overheating' for a Dynamixel's Hardware Error Status bits."""
+    names = [n for b, n in HARDWARE_ERRORS if bits & b]
+    return ", ".join(names) if names else "unknown"
+
+
 def _stderr(msg):
     print(msg, file=sys.stderr)
 
@@ -89,7 +99,8 @@ class Player:
         self.watchdog_s = None                # the controller's watchdog timeout as armed (s)
         self.stats = {"frames": 0, "sent": 0, "late": 0, "skipped": 0, "failsafes": 0,
                       "send_errors": 0, "ramp_frames": 0, "power_probes": 0, "power_lost": 0,
-                      "power_restored": 0, "unpowered": 0, "servos_silent": 0}
+                      "power_restored": 0, "unpowered": 0, "servos_silent": 0,
+                      "servos_shut_down": 0, "shutdowns": 0}
         # the power probe (read_torque_enabled: a bus servo's driver), one servo a probe
         self._probe = getattr(driver, "read_torque_enabled", None)
         self.probe_s = _probe_s(robot) if self._probe is not None else None
@@ -98,6 +109,8 @@ class Player:
         self._last_probe = None
         self._probe_k = 0
         self._silent = set()                  # servos silent while another answered (not a cut)
+        self._shut = set()                    # servos that shut themselves down (a hardware error)
+        self._hw = getattr(driver, "read_hardware_error", None)
         self._said_silent = set()
         self._moved = False                   # a command sent since the last set-up (start)
         self._started = False
@@ -215,6 +228,15 @@ class Player:
         try:
             if self.power_lost:
                 return self._power_back(sid)
+            if sid in self._shut:
+                hw = self._hardware_error(sid)
+                if hw:
+                    return True               # (still shut down: it says nothing of the power)
+                if hw == 0:
+                    # cleared (rebooted, power-cycled): its torque off is then a power loss
+                    # below, and the set-up after it turns it on again, ramped
+                    self._shut.discard(sid)
+                    self.stats["servos_shut_down"] = len(self._shut)
             r = self._ask(sid)
             if r is None and sid in self._silent:
                 return True                   # (silent alone before: the others were asked)
@@ -252,6 +274,20 @@ class Player:
             # (torque off before any command since the set-up: a driver whose start does not
             # turn it on, the LX-16A's, loads its motors with the first move)
             return True
+        if r == 0 and sid not in self._shut:
+            hw = self._hardware_error(sid)
+            if hw:
+                # the servo shut itself down (overload, overheating, its supply's voltage): not
+                # a power cut; its torque stays off until it is rebooted or power-cycled (never
+                # done here: an overloaded servo re-armed at once overloads again), the rest
+                # play on; said once a shutdown
+                self._shut.add(sid)
+                self.stats["servos_shut_down"] = len(self._shut)
+                self.stats["shutdowns"] += 1
+                self.notify("motionstaff: servo %d shut itself down (hardware error 0x%02x: %s); its "
+                            "torque stays off until it is rebooted or power-cycled; played on without it"
+                            % (sid, hw, _hardware_error_names(hw)))
+                return True
         self.power_lost = True
         self.power_lost_at = now
         self.stats["power_lost"] += 1
@@ -259,6 +295,18 @@ class Player:
                     "their settings lost); nothing is sent, asking every %g s"
                     % (sid, "does not answer" if r is None else "reads torque off", self.probe_s))
         return False
+
+    def _hardware_error(self, sid):
+        """Servo sid's hardware error bits (0: none), None (no answer, no such register, the
+        port failed)."""
+        if self._hw is None:
+            return None
+        self.stats["power_probes"] += 1
+        try:
+            return self._hw(sid)
+        except OSError:
+            self.stats["send_errors"] += 1
+            return None
 
     def _power_back(self, sid):
         """The power may be back: servo sid answers and every position reads -> set up again
@@ -273,6 +321,9 @@ class Player:
         cur = [self.limiter.pos[i] if v is None else v for i, v in enumerate(cur)]
         self.driver.start([(s.id, s) for s in self.servos])
         self._moved = False
+        # (a power cycle clears every servo's hardware error: one still at fault shuts down again)
+        self._shut.clear()
+        self.stats["servos_shut_down"] = 0
         self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
         self._last_cmd_clock = self._now()
         self._rearm = self.watchdog

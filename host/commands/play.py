@@ -222,5 +222,8 @@ def run(args):
                     ", still off at the end" if summary["power_off_at_end"] else "",
                     summary["unpowered"]) if summary.get("power_lost") else "")
               + ("; %d servo(s) never answered the power probe (played on without them)"
-                 % summary["servos_silent"] if summary.get("servos_silent") else ""))
+                 % summary["servos_silent"] if summary.get("servos_silent") else "")
+              + ("; %d servo shutdown(s) by the servos themselves (a hardware error: overload, "
+                 "overheating, voltage; torque off till rebooted), the rest played on"
+                 % summary["shutdowns"] if summary.get("shutdowns") else ""))
     return 130 if interrupted else 0

@@ -58,6 +58,9 @@ RPM2_UNIT = 214.577                 # Profile Acceleration unit (rev/min^2)
 CURRENT_UNIT_MA = 2.69              # Present Current unit
 STALL_CURRENT_MA = 2100.0           # XM430-W350 at 11.1 V (e-manual; 2.3 A at 12 V)
 WATCHDOG_ERROR = 0xFF               # Bus Watchdog (98) once tripped: -1 (int8)
+HARDWARE_ERROR_STATUS = dx.HARDWARE_ERROR_STATUS  # RAM: bit 0 input voltage, 2 overheating, 3 motor encoder,
+                                    # 4 electrical shock, 5 overload (XM430-W350 e-manual)
+ALERT = 0x80                        # status error bit 7: a hardware error stands (e-manual 2.0)
 GOAL_VALUES = (100, 108)            # Goal PWM 100 .. Goal Position 116 + 4 (Profiles 108..115
 GOAL_POSITION_END = 120             # are not Goal values: writable while tripped)
 
@@ -102,6 +105,7 @@ class DynamixelEmulator(Emulator):
         self.buf = b""
         self.last_packet = self.clock()
         self.watchdog_tripped = set()
+        self._rebooting = {}            # sid -> when it answers again after a REBOOT
         self._wd_min_s = None           # the shortest armed timeout (torque on), None: none armed
         attach = getattr(body, "attach_sensor", None)
         if attach is not None:
@@ -153,6 +157,12 @@ class DynamixelEmulator(Emulator):
         write while torque is on: nothing is written)."""
         t = self.tables[sid]
         if addr < EEPROM_END and t[dx.TORQUE_ENABLE]:
+            self.errors += 1
+            return ACCESS_ERROR
+        if t[HARDWARE_ERROR_STATUS] and addr <= dx.TORQUE_ENABLE < addr + len(data) \
+                and data[dx.TORQUE_ENABLE - addr]:
+            # a shut-down servo keeps its torque off until a REBOOT (or a power cycle) clears
+            # Hardware Error Status (e-manual: Shutdown (63), Hardware Error Status (70))
             self.errors += 1
             return ACCESS_ERROR
         if addr <= dx.GOAL_POSITION and addr + len(data) >= dx.GOAL_POSITION + 4 \
@@ -215,40 +225,74 @@ class DynamixelEmulator(Emulator):
             struct.pack_into("<i", t, PRESENT_VELOCITY, int(round(vel * 60.0 / 4096 / RPM_UNIT)))
         t[MOVING] = 1 if moving else 0
 
+    def hardware_error(self, sid, bits=0x20):
+        """Servo sid shuts itself down now (its Shutdown (63) bits: default overload, 0x20):
+        Hardware Error Status set, torque off, its joint limp; every status it sends carries
+        the Alert bit; Torque Enable stays 0 until a REBOOT or a power cycle."""
+        with self.lock:
+            t = self.tables[sid]
+            t[HARDWARE_ERROR_STATUS] |= bits & 0xFF
+            t[dx.TORQUE_ENABLE] = 0
+            self.record(sid, None)
+            if self.body is not None:
+                self._drive(sid)
+            self._arm_state()
+
+    def _alert(self, sid, err=0):
+        """A status error byte: err, with the Alert bit while a hardware error stands."""
+        return err | (ALERT if self.tables[sid][HARDWARE_ERROR_STATUS] else 0)
+
+    def _deaf(self, sid):
+        """True while servo sid reboots (a REBOOT's BOOT_S: it hears and answers nothing)."""
+        until = self._rebooting.get(sid)
+        if until is None:
+            return False
+        if self.clock() >= until:
+            del self._rebooting[sid]
+            return False
+        return True
+
     def _run(self, sid, inst, p):
         out = b""
         if sid in self.boards:
             return self.boards[sid].run(sid, inst, p)
+        if sid in self.tables and self._deaf(sid):
+            return out
         if inst == dx.PING:
             for s in self._ids(sid):
-                out += dx.status(s, 0, struct.pack("<HB", struct.unpack_from("<H", self.tables[s])[0], 46))
+                if self._deaf(s):
+                    continue
+                out += dx.status(s, self._alert(s), struct.pack("<HB", struct.unpack_from("<H", self.tables[s])[0], 46))
             if sid == dx.BROADCAST:
                 for b in sorted(self.boards):
                     out += self.boards[b].run(b, inst, p)
         elif inst == dx.READ and len(p) == 4 and sid in self.tables:
             a, n = struct.unpack("<HH", p)
             self._sense(sid)
-            out += dx.status(sid, 0, bytes(self.tables[sid][a:a + n]))
+            out += dx.status(sid, self._alert(sid), bytes(self.tables[sid][a:a + n]))
         elif inst == dx.WRITE and len(p) >= 3:
             a = p[0] | (p[1] << 8)
             err = 0
             for s in self._ids(sid):
-                err = self._write(s, a, p[2:])
+                if not self._deaf(s):
+                    err = self._write(s, a, p[2:])
             if sid != dx.BROADCAST and sid in self.tables:
-                out += dx.status(sid, err)
+                out += dx.status(sid, self._alert(sid, err))
         elif inst == dx.SYNC_WRITE and len(p) >= 4:
             a, n = struct.unpack_from("<HH", p)
             k = 4
             while k + 1 + n <= len(p):
-                if p[k] in self.tables:
+                if p[k] in self.tables and not self._deaf(p[k]):
                     self._write(p[k], a, p[k + 1:k + 1 + n])
                 k += 1 + n
         elif inst == dx.SYNC_READ and len(p) >= 4:
             a, n = struct.unpack_from("<HH", p)
             for s in p[4:]:
                 if s in self.tables:
+                    if self._deaf(s):
+                        continue
                     self._sense(s)
-                    out += dx.status(s, 0, bytes(self.tables[s][a:a + n]))
+                    out += dx.status(s, self._alert(s), bytes(self.tables[s][a:a + n]))
                 elif s in self.boards:
                     out += self.boards[s].read(a, n)
         elif inst == dx.BULK_WRITE:
@@ -256,14 +300,18 @@ class DynamixelEmulator(Emulator):
             while k + 5 <= len(p):
                 s = p[k]
                 a, n = struct.unpack_from("<HH", p, k + 1)
-                if s in self.tables:
+                if s in self.tables and not self._deaf(s):
                     self._write(s, a, p[k + 5:k + 5 + n])
                 k += 5 + n
         elif inst == dx.REBOOT and sid in self.tables:
-            self.tables[sid][dx.TORQUE_ENABLE] = 0
-            if self.body is not None:
-                self._drive(sid)
-            out += dx.status(sid, 0)
+            # the status first, then the servo restarts: its RAM at the initial values (the
+            # hardware error cleared), deaf for BOOT_S (as after a power cut, assumed the same)
+            out += dx.status(sid, self._alert(sid))
+            if self.tables[sid][dx.TORQUE_ENABLE]:
+                self.record(sid, None)
+            self._boot_servo(sid)
+            self._rebooting[sid] = self.clock() + self.BOOT_S
+            self._arm_state()
         return out
 
     def close(self):
@@ -285,15 +333,23 @@ class DynamixelEmulator(Emulator):
     def _boot(self):
         """The power back: every servo's RAM area at its initial values, Goal Position at
         the present position (the joint where it fell), torque off."""
-        for s, t in self.tables.items():
-            self._sense(s)
-            for addr, (size, value) in RAM_DEFAULTS.items():
-                t[addr:addr + size] = value.to_bytes(size, "little")
-            t[dx.GOAL_POSITION:dx.GOAL_POSITION + 4] = t[dx.PRESENT_POSITION:dx.PRESENT_POSITION + 4]
-            if self.body is not None:
-                self._drive(s)
+        for s in self.tables:
+            self._boot_servo(s)
+        self._rebooting.clear()
         self.watchdog_tripped.clear()
         self._arm_state()
+
+    def _boot_servo(self, s):
+        """Servo s starts: its RAM area at the initial values (torque off, no hardware error),
+        Goal Position at the present position (the joint where it fell)."""
+        t = self.tables[s]
+        self._sense(s)
+        for addr, (size, value) in RAM_DEFAULTS.items():
+            t[addr:addr + size] = value.to_bytes(size, "little")
+        t[dx.GOAL_POSITION:dx.GOAL_POSITION + 4] = t[dx.PRESENT_POSITION:dx.PRESENT_POSITION + 4]
+        self.watchdog_tripped.discard(s)
+        if self.body is not None:
+            self._drive(s)
 
     def _arm_state(self):
         """The shortest timeout armed (98 in 1..127, torque on, not tripped), in seconds."""
