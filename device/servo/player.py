@@ -245,10 +245,15 @@ class Player:
                 # one that answers with its torque on says the power is there, and this one's
                 # reply was lost (asked again) or it is silent alone (a lead off, a wrong id:
                 # left out, never a robot stopped for good)
+                # (one shut down last: its torque off says nothing of the power, its hardware
+                # error still set says the power is there, never cycled)
                 others = [x.id for x in self.servos[self._probe_k % len(self.servos):] + self.servos
                           if x.id != sid and x.id not in self._silent]
+                others.sort(key=lambda x: x in self._shut)
                 other = others[0] if others else None
                 r = self._ask(other) if other is not None else None
+                if r == 0 and other in self._shut and self._hardware_error(other):
+                    r = 1
                 again = self._ask(sid) if r else None
                 if r and again == 0 and self._moved:
                     r = 0                     # (this one answers now: its torque off, below)
@@ -258,8 +263,9 @@ class Player:
                         self.stats["servos_silent"] = len(self._silent)
                     if sid in self._silent and sid not in self._said_silent:
                         self._said_silent.add(sid)        # (once a servo: a noisy line)
-                        self.notify("motionstaff: servo %d does not answer (servo %d does, torque "
-                                    "on): not a power cut; played on without it" % (sid, other))
+                        self.notify("motionstaff: servo %d does not answer (servo %d does, %s): "
+                                    "not a power cut; played on without it"
+                                    % (sid, other, "shut down" if other in self._shut else "torque on"))
                     return True
                 elif r is not None:
                     sid = other               # (its torque off: the servo the line names)
@@ -321,9 +327,9 @@ class Player:
         cur = [self.limiter.pos[i] if v is None else v for i, v in enumerate(cur)]
         self.driver.start([(s.id, s) for s in self.servos])
         self._moved = False
-        # (a power cycle clears every servo's hardware error: one still at fault shuts down again)
-        self._shut.clear()
-        self.stats["servos_shut_down"] = 0
+        # (a servo shut down stays in _shut: its next probe reads its hardware error, cleared by
+        # a power cycle -> left out of it; still set (one servo rebooted, not the power cut) ->
+        # not found and said a second time)
         self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
         self._last_cmd_clock = self._now()
         self._rearm = self.watchdog
