@@ -183,3 +183,32 @@ def test_a_power_cut_while_a_servo_is_shut_down_is_found_and_the_power_cycle_cle
     assert p.stats["servos_shut_down"] == 0 and p.stats["shutdowns"] == 1
     assert all(emu.tables[s.id][dx.TORQUE_ENABLE] == 1 for s in robot.servos)
     _check_limits_and_velocity(robot, sends, fresh_at=1.2)
+
+
+def test_a_lost_reply_to_a_shut_down_servo_s_error_read_is_not_a_power_cut():
+    """The Hardware Error Status read of a servo shut down loses its reply once (a noisy
+    line) and its torque then reads off: it answers, so it is powered, still shut down (before:
+    its torque off taken for a power cut, the whole robot stopped and set up again)."""
+    robot, tw, emu, p, sends, notes = _rig("op3-dynamixel", body=False)
+    p.start()
+    period = 1.0 / robot.rate_hz
+    emu.hardware_error(robot.servos[1].id, 0x20)
+    while tw.clock() < 1.0:
+        tw.advance(period)
+        p.send_frame(_stream(robot, tw.clock()))
+    assert p.stats["shutdowns"] == 1
+    real, lost = p._hw, []
+
+    def lose_once(sid):
+        if not lost:
+            lost.append(sid)
+            return None
+        return real(sid)
+    p._hw = lose_once
+    while tw.clock() < 1.0 + 2 * len(robot.servos) * p.probe_s:
+        tw.advance(period)
+        p.send_frame(_stream(robot, tw.clock()))
+    assert lost == [robot.servos[1].id]
+    assert p.stats["power_lost"] == 0 and not p.power_lost and p.stats["shutdowns"] == 1
+    assert p.stats["servos_shut_down"] == 1
+    _check_limits_and_velocity(robot, sends)

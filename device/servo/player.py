@@ -252,8 +252,13 @@ class Player:
                 others.sort(key=lambda x: x in self._shut)
                 other = others[0] if others else None
                 r = self._ask(other) if other is not None else None
-                if r == 0 and other in self._shut and self._hardware_error(other):
-                    r = 1
+                if r == 0 and other in self._shut:
+                    hw = self._hardware_error(other)
+                    if hw:
+                        r = 1
+                    elif hw == 0:
+                        self._shut.discard(other)     # (cleared: its torque off a loss, below)
+                        self.stats["servos_shut_down"] = len(self._shut)
                 again = self._ask(sid) if r else None
                 if r and again == 0 and self._moved:
                     r = 0                     # (this one answers now: its torque off, below)
@@ -280,7 +285,11 @@ class Player:
             # (torque off before any command since the set-up: a driver whose start does not
             # turn it on, the LX-16A's, loads its motors with the first move)
             return True
-        if r == 0 and sid not in self._shut:
+        if r == 0 and sid in self._shut:
+            # (its hardware error unread: a lost reply; it answers, so it is powered, still
+            # shut down as far as anyone knows: asked again at its next probe)
+            return True
+        if r == 0:
             hw = self._hardware_error(sid)
             if hw:
                 # the servo shut itself down (overload, overheating, its supply's voltage): not
