@@ -245,10 +245,20 @@ class Player:
                 # one that answers with its torque on says the power is there, and this one's
                 # reply was lost (asked again) or it is silent alone (a lead off, a wrong id:
                 # left out, never a robot stopped for good)
+                # (one shut down last: its torque off says nothing of the power, its hardware
+                # error still set says the power is there, never cycled)
                 others = [x.id for x in self.servos[self._probe_k % len(self.servos):] + self.servos
                           if x.id != sid and x.id not in self._silent]
+                others.sort(key=lambda x: x in self._shut)
                 other = others[0] if others else None
                 r = self._ask(other) if other is not None else None
+                if r == 0 and other in self._shut:
+                    hw = self._hardware_error(other)
+                    if hw:
+                        r = 1
+                    elif hw == 0:
+                        self._shut.discard(other)     # (cleared: its torque off a loss, below)
+                        self.stats["servos_shut_down"] = len(self._shut)
                 again = self._ask(sid) if r else None
                 if r and again == 0 and self._moved:
                     r = 0                     # (this one answers now: its torque off, below)
@@ -258,8 +268,9 @@ class Player:
                         self.stats["servos_silent"] = len(self._silent)
                     if sid in self._silent and sid not in self._said_silent:
                         self._said_silent.add(sid)        # (once a servo: a noisy line)
-                        self.notify("motionstaff: servo %d does not answer (servo %d does, torque "
-                                    "on): not a power cut; played on without it" % (sid, other))
+                        self.notify("motionstaff: servo %d does not answer (servo %d does, %s): "
+                                    "not a power cut; played on without it"
+                                    % (sid, other, "shut down" if other in self._shut else "torque on"))
                     return True
                 elif r is not None:
                     sid = other               # (its torque off: the servo the line names)
@@ -274,7 +285,11 @@ class Player:
             # (torque off before any command since the set-up: a driver whose start does not
             # turn it on, the LX-16A's, loads its motors with the first move)
             return True
-        if r == 0 and sid not in self._shut:
+        if r == 0 and sid in self._shut:
+            # (its hardware error unread: a lost reply; it answers, so it is powered, still
+            # shut down as far as anyone knows: asked again at its next probe)
+            return True
+        if r == 0:
             hw = self._hardware_error(sid)
             if hw:
                 # the servo shut itself down (overload, overheating, its supply's voltage): not
@@ -321,9 +336,9 @@ class Player:
         cur = [self.limiter.pos[i] if v is None else v for i, v in enumerate(cur)]
         self.driver.start([(s.id, s) for s in self.servos])
         self._moved = False
-        # (a power cycle clears every servo's hardware error: one still at fault shuts down again)
-        self._shut.clear()
-        self.stats["servos_shut_down"] = 0
+        # (a servo shut down stays in _shut: its next probe reads its hardware error, cleared by
+        # a power cycle -> left out of it; still set (one servo rebooted, not the power cut) ->
+        # not found and said a second time)
         self.limiter = Limiter(self.servos, start_deg=cur, max_dt_s=self.max_dt_s)
         self._last_cmd_clock = self._now()
         self._rearm = self.watchdog
